@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# srun start-up with the auto_resume plugin loaded vs not loaded, on the same
+# local cluster, interleaved run by run so that drift hits both sides alike.
+# Also times the cluster's start (to all nodes idle) and its teardown.
+#   bench/plugin_overhead.sh [--runs N] [--nodes N] [--plugin PATH]
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+runs=40 nodes=4 plugin=$repo/build/spank/auto_resume.so
+while (($#)); do
+  case $1 in
+    --runs) runs=$2; shift ;;
+    --nodes) nodes=$2; shift ;;
+    --plugin) plugin=$2; shift ;;
+    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "plugin_overhead: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "plugin_overhead: bad --runs '$runs'" >&2; exit 2; }
+[[ -f $plugin ]] || { echo "plugin_overhead: no plugin at $plugin: build first" >&2; exit 1; }
+
+dir=$(mktemp -d /tmp/ar-bench.XXXXXX)
+trap '"$repo/scripts/cluster" down "$dir/c" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+t0=$(now_ms)
+"$repo/scripts/cluster" up "$dir/c" --nodes "$nodes" --plugin "$plugin" >/dev/null
+up_ms=$(($(now_ms) - t0))
+eval "$("$repo/scripts/cluster" env "$dir/c")"
+plugstack=$dir/c/etc/plugstack.conf
+# No controller listens on this port, as on a cluster whose controller is down
+# (the flagged runs then also pay for one refused connection).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+with_plugin="required $plugin controller=127.0.0.1:$port"
+
+time_srun() {  # PLUGSTACK_LINE SRUN_ARGS... -> milliseconds
+  printf '%s\n' "$1" >"$plugstack"
+  shift
+  local start
+  start=$(now_ms)
+  srun -N "$nodes" "$@" true 2>/dev/null
+  echo $(($(now_ms) - start))
+}
+
+srun -N "$nodes" true  # warm-up
+: >"$dir/none" ; : >"$dir/loaded" ; : >"$dir/flagged"
+for ((i = 0; i < runs; i++)); do
+  time_srun "" >>"$dir/none"
+  time_srun "$with_plugin" >>"$dir/loaded"
+  time_srun "$with_plugin" --auto-resume=1 >>"$dir/flagged"
+done
+none=$(median <"$dir/none") loaded=$(median <"$dir/loaded") flagged=$(median <"$dir/flagged")
+
+t0=$(now_ms)
+"$repo/scripts/cluster" down "$dir/c" >/dev/null
+down_ms=$(($(now_ms) - t0))
+
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release; echo "$PRETTY_NAME"), Slurm $(srun --version | awk '{print $2}')"
+echo "cluster up ($nodes nodes to idle): ${up_ms} ms   down: ${down_ms} ms"
+echo "srun -N$nodes true, median of $runs interleaved runs each:"
+echo "  plugin not loaded:                 ${none} ms"
+echo "  plugin loaded, option not given:   ${loaded} ms"
+echo "  plugin loaded, --auto-resume=1:    ${flagged} ms"
+awk -v n="$none" -v l="$loaded" -v f="$flagged" \
+  'BEGIN {printf "ratio loaded/not loaded: %.3f   flagged/not loaded: %.3f\n", l/n, f/n}'

@@ -1,0 +1,32 @@
+#pragma once
+// The SPANK plugin's settings, from its plugstack.conf arguments.
+
+#include <chrono>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autoresume/endpoint.hpp"
+
+namespace ar {
+
+struct PluginConfig {
+  // Where auto-resumed listens.
+  Endpoint controller{"127.0.0.1", kDefaultPort};
+  // 1: a step that asks for auto-resume fails when the controller cannot be
+  // reached. 0: it runs unprotected, with a warning.
+  bool required = false;
+  // How long srun waits for the controller before deciding it is down.
+  std::chrono::milliseconds connect_timeout{2000};
+};
+
+// Every argument must be a known `key=value`; the first unknown key or bad
+// value throws ConfigError naming it. A key given twice: the last one wins,
+// as in plugstack.conf lines generally.
+PluginConfig parse_plugin_config(std::span<const std::string> args);
+
+// The keys parse_plugin_config accepts, for messages and docs.
+std::string_view plugin_config_keys();
+
+}  // namespace ar

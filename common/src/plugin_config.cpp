@@ -1,0 +1,27 @@
+#include "autoresume/plugin_config.hpp"
+
+#include "autoresume/keyvalue.hpp"
+
+namespace ar {
+
+std::string_view plugin_config_keys() { return "controller, required, connect_timeout"; }
+
+PluginConfig parse_plugin_config(std::span<const std::string> args) {
+  PluginConfig config;
+  for (const auto& arg : args) {
+    const auto [key, value] = split_key_value(arg);
+    if (key == "controller") {
+      config.controller = parse_endpoint(key, value);
+    } else if (key == "required") {
+      config.required = parse_flag(key, value);
+    } else if (key == "connect_timeout") {
+      config.connect_timeout = parse_seconds(key, value, std::chrono::seconds(60));
+    } else {
+      throw ConfigError("unknown plugstack.conf argument '" + key + "' (known: " +
+                        std::string(plugin_config_keys()) + ")");
+    }
+  }
+  return config;
+}
+
+}  // namespace ar

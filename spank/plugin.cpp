@@ -1,0 +1,89 @@
+// The SPANK entry points: each catches every exception, parses what Slurm
+// hands it once, and routes to the half of the plugin for its context.
+
+#include "plugin.hpp"
+
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "autoresume/keyvalue.hpp"
+#include "autoresume/option.hpp"
+
+// SPANK_PLUGIN() gives these internal linkage in C++; Slurm looks them up by
+// name, so they are declared extern "C" and exported here.
+extern "C" {
+#define AR_EXPORT __attribute__((visibility("default")))
+AR_EXPORT extern const char plugin_name[];
+AR_EXPORT extern const char plugin_type[];
+AR_EXPORT extern const unsigned int plugin_version;
+AR_EXPORT extern const unsigned int spank_plugin_version;
+
+const char plugin_name[] = "auto_resume";
+const char plugin_type[] = "spank";
+const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+const unsigned int spank_plugin_version = 0;
+}
+
+namespace ar::spank {
+
+PluginState& state() {
+  static PluginState instance;
+  return instance;
+}
+
+namespace {
+
+// Runs a hook body; an exception becomes an error message and a failure.
+template <typename Body>
+int guarded(const char* hook, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    slurm_error("%s: %s", kTag, e.what());
+  } catch (...) {
+    slurm_error("%s: unexpected error in %s", kTag, hook);
+  }
+  return kFailure;
+}
+
+// Called by Slurm for `--auto-resume=VALUE`, possibly more than once (from
+// the job's environment, then from the command line): the last value wins.
+int option_callback(int /*val*/, const char* optarg, int /*remote*/) noexcept {
+  return guarded("the option callback", [&]() -> int {
+    state().auto_resume = parse_auto_resume(optarg);
+    return ESPANK_SUCCESS;
+  });
+}
+
+spank_option auto_resume_option{
+    const_cast<char*>(kOptionName), const_cast<char*>(kOptionArgInfo),
+    const_cast<char*>(kOptionUsage), 1, 0, option_callback};
+
+}  // namespace
+}  // namespace ar::spank
+
+using namespace ar::spank;
+
+extern "C" {
+
+AR_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
+  return guarded("slurm_spank_init", [&]() -> int {
+    const auto ctx = spank_context();
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+      return ESPANK_SUCCESS;
+    std::vector<std::string> args(av, av + ac);
+    state().config = ar::parse_plugin_config(args);
+    if (const auto rc = spank_option_register(sp, &auto_resume_option); rc != ESPANK_SUCCESS) {
+      slurm_error("%s: cannot register --%s: %s", kTag, ar::kOptionName, spank_strerror(rc));
+      return kFailure;
+    }
+    return ESPANK_SUCCESS;
+  });
+}
+
+AR_EXPORT int slurm_spank_local_user_init(spank_t sp, int, char**) {
+  return guarded("slurm_spank_local_user_init", [&]() -> int { return local_user_init(sp); });
+}
+
+}  // extern "C"

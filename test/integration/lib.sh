@@ -1,0 +1,104 @@
+# Helpers for integration tests on a real local Slurm cluster. Source it from a
+# test script; the test's own cluster lives under $CLUSTER and is torn down on
+# exit, whatever happens.
+#
+# Environment (set by ctest): AR_SOURCE_DIR (the repository), AR_PLUGIN (the
+# built auto_resume.so).
+set -euo pipefail
+
+: "${AR_SOURCE_DIR:?set AR_SOURCE_DIR to the repository}"
+: "${AR_PLUGIN:?set AR_PLUGIN to the built auto_resume.so}"
+CLUSTER_CMD=$AR_SOURCE_DIR/scripts/cluster
+TEST_NAME=$(basename "$0" .sh)
+
+fail() {
+  printf 'FAIL [%s]: %s\n' "$TEST_NAME" "$*" >&2
+  exit 1
+}
+note() { printf '[%s] %s\n' "$TEST_NAME" "$*"; }
+
+# A short directory of this test's own: Slurm's socket paths under it must fit.
+WORK=$(mktemp -d /tmp/ar-it.XXXXXX)
+CLUSTER=$WORK/c
+_on_exit=()
+# on_exit CMD: run CMD (a string for eval) when the test ends, before the
+# cluster goes down; the last one registered runs first.
+on_exit() { _on_exit=("$1" "${_on_exit[@]}"); }
+_cleanup() {
+  local rc=$? cmd
+  for cmd in "${_on_exit[@]}"; do eval "$cmd" || true; done
+  if [[ -f $CLUSTER/cluster.env ]]; then
+    if ((rc != 0)); then
+      echo "--- cluster state at failure:" >&2
+      "$CLUSTER_CMD" status "$CLUSTER" >&2 || true
+      tail -n 20 "$CLUSTER"/log/slurmctld.log >&2 2>/dev/null || true
+    fi
+    "$CLUSTER_CMD" down "$CLUSTER" >/dev/null || echo "warning: cluster down failed" >&2
+  fi
+  if ((rc == 0)); then rm -rf "$WORK"; else echo "kept $WORK for inspection" >&2; fi
+  exit "$rc"
+}
+trap _cleanup EXIT
+
+# cluster_up [scripts/cluster up options...]: start this test's cluster with
+# the built plugin and point the Slurm clients at it.
+cluster_up() {
+  "$CLUSTER_CMD" up "$CLUSTER" --plugin "$AR_PLUGIN" "$@"
+  eval "$("$CLUSTER_CMD" env "$CLUSTER")"
+}
+
+# set_plugstack ARGS...: rewrite the plugin line of plugstack.conf; srun and
+# slurmstepd read it anew for every step.
+set_plugstack() {
+  printf 'required %s %s\n' "$AR_PLUGIN" "$*" >"$CLUSTER/etc/plugstack.conf"
+}
+
+# wait_until SECONDS DESCRIPTION CMD...: poll CMD until it succeeds; fail with
+# DESCRIPTION at the deadline.
+wait_until() {
+  local seconds=$1 what=$2
+  shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@"; do
+    ((SECONDS < deadline)) || fail "timed out after ${seconds}s waiting for: $what"
+    sleep 0.2
+  done
+}
+
+# node_state NODE: Slurm's long state of NODE (e.g. idle, down*, idle*).
+node_state() { sinfo -h -n "$1" -N -o '%T' | head -n 1; }
+node_is() { [[ $(node_state "$1") == "$2" ]]; }
+node_not_responding() { [[ $(node_state "$1") == *'*' ]]; }
+node_down() { [[ $(node_state "$1") == down* ]]; }
+
+assert_contains() {  # FILE PATTERN [what]
+  grep -qE -- "$2" "$1" || { cat "$1" >&2; fail "${3:-$1} does not match /$2/"; }
+}
+assert_not_contains() {  # FILE PATTERN [what]
+  if grep -qE -- "$2" "$1"; then cat "$1" >&2; fail "${3:-$1} matches /$2/"; fi
+}
+assert_eq() {  # ACTUAL EXPECTED WHAT
+  [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"
+}
+
+# live_pids DIR [NODE]: live (non-zombie) processes of the cluster under DIR,
+# or of one of its nodes: its daemons (by the AR_CLUSTER markers in their
+# environment) and job tasks (by SLURM_CONF and SLURMD_NODENAME).
+live_pids() {
+  local dir=$1 node=${2:-} pid env state
+  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
+    env=$( (tr '\0' '\n' <"/proc/$pid/environ") 2>/dev/null) || continue
+    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || continue
+    [[ $state != Z ]] || continue
+    if [[ -n $node ]]; then
+      grep -qxF "AR_CLUSTER_NODE=$dir:$node" <<<"$env" ||
+        { grep -qxF "SLURM_CONF=$dir/etc/slurm.conf" <<<"$env" &&
+          grep -qxF "SLURMD_NODENAME=$node" <<<"$env"; } || continue
+    else
+      grep -qxF "AR_CLUSTER=$dir" <<<"$env" ||
+        { grep -qxF "SLURM_CONF=$dir/etc/slurm.conf" <<<"$env" &&
+          grep -q "^SLURMD_NODENAME=" <<<"$env"; } || continue
+    fi
+    echo "$pid"
+  done
+}

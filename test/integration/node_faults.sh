@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The fault injections of scripts/cluster act on one node only and Slurm sees
+# them: kill-node (a crash) and freeze-node (a hang), then the way back.
+source "$(dirname "$0")/lib.sh"
+
+slurmd_timeout=4
+message_timeout=2
+cluster_up --nodes 4 --slurmd-timeout $slurmd_timeout --message-timeout $message_timeout
+# Slurm pings a node every SlurmdTimeout/3 and waits MessageTimeout per try;
+# it marks it down after SlurmdTimeout without an answer. Allow for a few rounds.
+detect=$((3 * slurmd_timeout + 3 * message_timeout + 5))
+cd "$WORK"
+
+# A job with a task on every node, so that a crash has something to kill
+# (a sleep length no other test uses).
+sbatch -N4 -o job.log --wrap 'srun -N4 sleep 601' >/dev/null
+wait_until 20 "a task on each of the 4 nodes" \
+  bash -c "[[ \$(pgrep -cxf '(/usr/bin/)?sleep 601') == 4 ]]"
+for n in node1 node2 node3 node4; do
+  [[ -n $(live_pids "$CLUSTER" "$n") ]] || fail "found no process of $n"
+done
+others_before=$(for n in node1 node2 node4; do live_pids "$CLUSTER" "$n"; done | sort)
+
+"$CLUSTER_CMD" kill-node "$CLUSTER" node3
+[[ -z $(live_pids "$CLUSTER" node3) ]] || fail "processes of node3 survived kill-node: $(live_pids "$CLUSTER" node3)"
+others_after=$(for n in node1 node2 node4; do live_pids "$CLUSTER" "$n"; done | sort)
+assert_eq "$others_after" "$others_before" "processes of the other nodes after kill-node node3"
+start=$SECONDS
+wait_until "$detect" "node3 down or not responding after kill-node" node_not_responding node3
+note "node3 $(node_state node3) $((SECONDS - start))s after kill-node"
+scancel --full "$(squeue -h -o %i | head -n 1)"
+wait_until 30 "the job to end" bash -c '[[ -z $(squeue -h) ]]'
+
+"$CLUSTER_CMD" restart-node "$CLUSTER" node3
+start=$SECONDS
+wait_until 60 "node3 idle after restart-node" node_is node3 idle
+note "node3 idle $((SECONDS - start))s after restart-node"
+srun -N1 -w node3 true || fail "a step on node3 failed after restart-node"
+
+# A frozen node: nobody sees a connection drop; Slurm notices it stops answering.
+"$CLUSTER_CMD" freeze-node "$CLUSTER" node2
+start=$SECONDS
+wait_until "$detect" "node2 not responding after freeze-node" node_not_responding node2
+note "node2 $(node_state node2) $((SECONDS - start))s after freeze-node"
+"$CLUSTER_CMD" thaw-node "$CLUSTER" node2
+start=$SECONDS
+wait_until 60 "node2 idle after thaw-node" node_is node2 idle
+note "node2 idle $((SECONDS - start))s after thaw-node"
+srun -N4 true || fail "a 4-node step failed after the faults"
+note "ok"

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The --auto-resume option: listed in srun --help, bad values refused before
+# any task starts, sbatch's value reaching the job's steps, srun's own value
+# winning, and the controller-down message (warning, or failure with required=1).
+source "$(dirname "$0")/lib.sh"
+
+cluster_up --nodes 2
+cd "$WORK"
+# No controller listens here: the plugin's default is 127.0.0.1:7860, which a
+# developer's machine may use, so point it at a port nobody holds.
+dead_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+set_plugstack "controller=127.0.0.1:$dead_port connect_timeout=1"
+
+# --help lists the option with its argument and the plugin's tag.
+srun --help >help.txt
+assert_contains help.txt '--auto-resume=0\|1 +\[auto_resume\]' "srun --help"
+
+# Bad values fail the srun before any task runs, naming the value.
+for bad in banana 2 ""; do
+  rm -f ran
+  if srun -N1 --auto-resume="$bad" touch ran >out.txt 2>&1; then fail "srun accepted --auto-resume='$bad'"; fi
+  assert_contains out.txt "invalid --auto-resume value '$bad'" "srun --auto-resume='$bad'"
+  [[ ! -e ran ]] || fail "a task ran despite --auto-resume='$bad'"
+  if sbatch --auto-resume="$bad" --wrap true >out.txt 2>&1; then fail "sbatch accepted --auto-resume='$bad'"; fi
+  assert_contains out.txt "invalid --auto-resume value '$bad'" "sbatch --auto-resume='$bad'"
+  if salloc -N1 --auto-resume="$bad" true >out.txt 2>&1; then fail "salloc accepted --auto-resume='$bad'"; fi
+  assert_contains out.txt "invalid --auto-resume value '$bad'" "salloc --auto-resume='$bad'"
+done
+assert_eq "$(squeue -h | wc -l)" 0 "jobs left by refused submissions"
+
+# A plain srun is untouched; a flagged one warns once that protection is off,
+# and its tasks see AUTO_RESUME=1.
+srun -N2 printenv AUTO_RESUME >plain.out 2>plain.err || true
+assert_eq "$(cat plain.out)" "" "AUTO_RESUME in a plain step"
+assert_not_contains plain.err 'auto_resume' "a plain srun's stderr"
+srun -N2 --auto-resume=1 printenv AUTO_RESUME >flag.out 2>flag.err || fail "flagged srun failed: $(cat flag.err)"
+assert_eq "$(tr '\n' ' ' <flag.out)" "1 1 " "AUTO_RESUME in a flagged step's two tasks"
+assert_contains flag.err "auto-resume protection is OFF for step [0-9]+\.0: the controller at 127\.0\.0\.1:$dead_port cannot be reached" "flagged srun"
+assert_eq "$(grep -c 'protection is OFF' flag.err)" 1 "number of protection warnings"
+
+# sbatch --auto-resume=1 is the default for every srun of the job;
+# srun --auto-resume=0 opts one step out.
+cat >job.sh <<'SCRIPT'
+#!/bin/bash
+srun -N2 printenv AUTO_RESUME > inherited.out 2> inherited.err
+srun -N2 --auto-resume=0 printenv AUTO_RESUME > optout.out 2> optout.err
+true
+SCRIPT
+sbatch --wait -N2 --auto-resume=1 -o job.log job.sh >/dev/null || fail "flagged batch job failed: $(cat job.log)"
+assert_eq "$(tr '\n' ' ' <inherited.out)" "1 1 " "AUTO_RESUME in a step of an sbatch --auto-resume=1 job"
+assert_contains inherited.err "protection is OFF" "inherited step's stderr"
+assert_eq "$(cat optout.out)" "" "AUTO_RESUME in an --auto-resume=0 step"
+assert_not_contains optout.err "auto_resume" "opted-out step's stderr"
+# ... and from salloc the same way.
+salloc -N1 --auto-resume=1 srun printenv AUTO_RESUME >salloc.out 2>salloc.err || fail "salloc failed: $(cat salloc.err)"
+assert_eq "$(cat salloc.out)" "1" "AUTO_RESUME under salloc --auto-resume=1"
+
+# A reachable controller: no warning.
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True); time.sleep(120)' >listener.port &
+listener=$!
+wait_until 10 "a listening port" test -s listener.port
+set_plugstack "controller=127.0.0.1:$(cat listener.port) connect_timeout=1"
+srun -N1 --auto-resume=1 true 2>up.err || fail "flagged srun failed with a reachable controller: $(cat up.err)"
+assert_not_contains up.err "protection is OFF" "srun with a reachable controller"
+kill "$listener"
+
+# required=1 and no controller: a flagged step fails before its tasks start;
+# a plain one still runs.
+set_plugstack "controller=127.0.0.1:$dead_port connect_timeout=1 required=1"
+rm -f ran
+if srun -N1 --auto-resume=1 touch ran >req.out 2>&1; then fail "flagged srun ran with required=1 and no controller"; fi
+assert_contains req.out "cannot be reached .*required=1" "srun with required=1"
+[[ ! -e ran ]] || fail "a task ran although the controller was required and down"
+srun -N1 true 2>plain.err || fail "a plain srun failed with required=1: $(cat plain.err)"
+
+# A bad plugstack.conf argument is an error naming it, for every srun.
+set_plugstack "socket=/run/x"
+if srun -N1 true >bad.out 2>&1; then fail "srun ran with an unknown plugstack argument"; fi
+assert_contains bad.out "unknown plugstack.conf argument 'socket'" "srun with a bad plugstack.conf"
+set_plugstack "required=maybe"
+if srun -N1 true >bad.out 2>&1; then fail "srun ran with required=maybe"; fi
+assert_contains bad.out "invalid value 'maybe' for required" "srun with required=maybe"
+note "ok"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The plugin exports exactly the SPANK entry points: nothing of C++ leaks into
+# srun or slurmstepd.
+set -euo pipefail
+plugin=$1
+expected="plugin_name
+plugin_type
+plugin_version
+slurm_spank_init
+slurm_spank_local_user_init
+spank_plugin_version"
+actual=$(nm -D --defined-only "$plugin" | awk '{print $3}' | sort)
+if [[ "$actual" != "$expected" ]]; then
+  echo "FAIL: exported symbols differ" >&2
+  diff <(echo "$expected") <(echo "$actual") >&2 || true
+  exit 1
+fi
+[[ $(basename "$plugin") == auto_resume.so ]] || { echo "FAIL: plugin named $(basename "$plugin")" >&2; exit 1; }
+if objdump -p "$plugin" | grep -q 'NEEDED.*libstdc++' && nm -D "$plugin" | grep -q ' [TW] _Z'; then
+  echo "FAIL: C++ symbols exported" >&2; exit 1
+fi
+echo "ok"

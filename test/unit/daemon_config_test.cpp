@@ -1,0 +1,71 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "autoresume/daemon_config.hpp"
+#include "autoresume/keyvalue.hpp"
+
+using Catch::Matchers::Contains;
+
+TEST_CASE("a daemon config file parses with comments, blanks and any key case",
+          "[daemon_config]") {
+  const auto config = ar::parse_daemon_config(
+      "# controller\n"
+      "Listen = 0.0.0.0:7000   # all interfaces\n"
+      "\n"
+      "STATE_DIR=/srv/ar\r\n"
+      "provider=local\n"
+      "max_attempts=5",
+      "f.conf");
+  CHECK(config.listen == ar::Endpoint{"0.0.0.0", 7000});
+  CHECK(config.state_dir == "/srv/ar");
+  CHECK(config.provider == ar::ProviderKind::local);
+  CHECK(config.max_attempts == 5);
+}
+
+TEST_CASE("defaults apply to keys the file leaves out", "[daemon_config]") {
+  const auto config = ar::parse_daemon_config("provider=local\n", "f.conf");
+  CHECK(config.listen == ar::Endpoint{"127.0.0.1", ar::kDefaultPort});
+  CHECK(config.max_attempts == 3);
+}
+
+TEST_CASE("render writes a file that parses back to the same settings", "[daemon_config]") {
+  const auto config =
+      ar::parse_daemon_config("listen=[::1]:9\nprovider=local\nmax_attempts=0\n", "a");
+  const auto again = ar::parse_daemon_config(ar::render(config), "b");
+  CHECK(again.listen == config.listen);
+  CHECK(again.state_dir == config.state_dir);
+  CHECK(again.max_attempts == config.max_attempts);
+}
+
+TEST_CASE("daemon config errors name the file, the line and the value", "[daemon_config]") {
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nbogus=1\n", "f.conf"),
+                    Contains("f.conf:2:") && Contains("unknown key 'bogus'"));
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nmax_attempts=many\n", "f.conf"),
+                    Contains("f.conf:2:") && Contains("'many'"));
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=cloud\n", "f.conf"),
+                    Contains("f.conf:1:") && Contains("'cloud'"));
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nstate_dir=rel/dir\n", "f.conf"),
+                    Contains("'rel/dir'") && Contains("absolute"));
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nPROVIDER=local\n", "f.conf"),
+                    Contains("f.conf:2:") && Contains("twice"));
+  CHECK_THROWS_WITH(ar::parse_daemon_config("listen 1.2.3.4:5\n", "f.conf"),
+                    Contains("f.conf:1:") && Contains("key=value"));
+}
+
+TEST_CASE("the provider must be named explicitly", "[daemon_config]") {
+  CHECK_THROWS_WITH(ar::parse_daemon_config("listen=127.0.0.1:1\n", "f.conf"),
+                    Contains("provider is not set"));
+}
+
+TEST_CASE("load_daemon_config reads a file and names a missing one", "[daemon_config]") {
+  const auto dir = std::filesystem::temp_directory_path() / "ar-daemon-config-test";
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "auto-resumed.conf";
+  std::ofstream(file) << "provider=local\nmax_attempts=7\n";
+  CHECK(ar::load_daemon_config(file).max_attempts == 7);
+  std::filesystem::remove_all(dir);
+  CHECK_THROWS_WITH(ar::load_daemon_config(file), Contains(file.string()));
+}

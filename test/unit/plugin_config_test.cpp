@@ -1,0 +1,42 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "autoresume/keyvalue.hpp"
+#include "autoresume/plugin_config.hpp"
+
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+using Args = std::vector<std::string>;
+
+TEST_CASE("plugstack arguments default sanely", "[plugin_config]") {
+  const auto config = ar::parse_plugin_config(Args{});
+  CHECK(config.controller == ar::Endpoint{"127.0.0.1", ar::kDefaultPort});
+  CHECK_FALSE(config.required);
+  CHECK(config.connect_timeout == 2s);
+}
+
+TEST_CASE("plugstack arguments parse into the typed config", "[plugin_config]") {
+  const auto config = ar::parse_plugin_config(
+      Args{"controller=ctl:9000", "required=1", "connect_timeout=0.5"});
+  CHECK(config.controller == ar::Endpoint{"ctl", 9000});
+  CHECK(config.required);
+  CHECK(config.connect_timeout == 500ms);
+}
+
+TEST_CASE("a later plugstack argument overrides an earlier one", "[plugin_config]") {
+  CHECK_FALSE(ar::parse_plugin_config(Args{"required=1", "required=0"}).required);
+}
+
+TEST_CASE("bad plugstack arguments are errors naming them", "[plugin_config]") {
+  CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"socket=/run/x"}),
+                    Contains("unknown") && Contains("'socket'") && Contains("controller"));
+  CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"required=yes"}),
+                    Contains("'yes'") && Contains("required"));
+  CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"controller=nohost"}),
+                    Contains("'nohost'"));
+  CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"connect_timeout=0"}),
+                    Contains("'0'") && Contains("connect_timeout"));
+  CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"required"}), Contains("'required'"));
+}
