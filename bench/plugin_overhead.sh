@@ -21,12 +21,12 @@ done
 
 dir=$(mktemp -d /tmp/ar-bench.XXXXXX)
 trap '"$repo/scripts/cluster" down "$dir/c" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
+now_us() { echo $(($(date +%s%N) / 1000)); }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
-t0=$(now_ms)
+t0=$(now_us)
 "$repo/scripts/cluster" up "$dir/c" --nodes "$nodes" --plugin "$plugin" >/dev/null
-up_ms=$(($(now_ms) - t0))
+up_us=$(($(now_us) - t0))
 eval "$("$repo/scripts/cluster" env "$dir/c")"
 plugstack=$dir/c/etc/plugstack.conf
 # No controller listens on this port, as on a cluster whose controller is down
@@ -34,13 +34,13 @@ plugstack=$dir/c/etc/plugstack.conf
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 with_plugin="required $plugin controller=127.0.0.1:$port"
 
-time_srun() {  # PLUGSTACK_LINE SRUN_ARGS... -> milliseconds
+time_srun() {  # PLUGSTACK_LINE SRUN_ARGS... -> microseconds
   printf '%s\n' "$1" >"$plugstack"
   shift
   local start
-  start=$(now_ms)
+  start=$(now_us)
   srun -N "$nodes" "$@" true 2>/dev/null
-  echo $(($(now_ms) - start))
+  echo $(($(now_us) - start))
 }
 
 srun -N "$nodes" true  # warm-up
@@ -52,15 +52,16 @@ for ((i = 0; i < runs; i++)); do
 done
 none=$(median <"$dir/none") loaded=$(median <"$dir/loaded") flagged=$(median <"$dir/flagged")
 
-t0=$(now_ms)
+t0=$(now_us)
 "$repo/scripts/cluster" down "$dir/c" >/dev/null
-down_ms=$(($(now_ms) - t0))
+down_us=$(($(now_us) - t0))
 
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release; echo "$PRETTY_NAME"), Slurm $(srun --version | awk '{print $2}')"
-echo "cluster up ($nodes nodes to idle): ${up_ms} ms   down: ${down_ms} ms"
+ms() { awk -v us="$1" 'BEGIN {printf "%.1f ms", us / 1000}'; }
+echo "cluster up ($nodes nodes to idle): $(ms "$up_us")   down: $(ms "$down_us")"
 echo "srun -N$nodes true, median of $runs interleaved runs each:"
-echo "  plugin not loaded:                 ${none} ms"
-echo "  plugin loaded, option not given:   ${loaded} ms"
-echo "  plugin loaded, --auto-resume=1:    ${flagged} ms"
+echo "  plugin not loaded:                 $(ms "$none")"
+echo "  plugin loaded, option not given:   $(ms "$loaded")"
+echo "  plugin loaded, --auto-resume=1:    $(ms "$flagged")"
 awk -v n="$none" -v l="$loaded" -v f="$flagged" \
   'BEGIN {printf "ratio loaded/not loaded: %.3f   flagged/not loaded: %.3f\n", l/n, f/n}'

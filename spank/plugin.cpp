@@ -56,9 +56,12 @@ int option_callback(int /*val*/, const char* optarg, int /*remote*/) noexcept {
   });
 }
 
-spank_option auto_resume_option{
-    const_cast<char*>(kOptionName), const_cast<char*>(kOptionArgInfo),
-    const_cast<char*>(kOptionUsage), 1, 0, option_callback};
+spank_option auto_resume_option{const_cast<char*>(kOptionName),
+                                const_cast<char*>(kOptionArgInfo),
+                                const_cast<char*>(kOptionUsage),
+                                1,
+                                0,
+                                option_callback};
 
 }  // namespace
 }  // namespace ar::spank
@@ -70,8 +73,7 @@ extern "C" {
 AR_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   return guarded("slurm_spank_init", [&]() -> int {
     const auto ctx = spank_context();
-    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
-      return ESPANK_SUCCESS;
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return ESPANK_SUCCESS;
     std::vector<std::string> args(av, av + ac);
     state().config = ar::parse_plugin_config(args);
     if (const auto rc = spank_option_register(sp, &auto_resume_option); rc != ESPANK_SUCCESS) {

@@ -20,8 +20,7 @@ std::string_view trim(std::string_view text) {
 
 KeyValue split_key_value(std::string_view token) {
   const auto eq = token.find('=');
-  if (eq == std::string_view::npos)
-    throw ConfigError("expected key=value, got " + quoted(token));
+  if (eq == std::string_view::npos) throw ConfigError("expected key=value, got " + quoted(token));
   const auto key = trim(token.substr(0, eq));
   if (key.empty()) throw ConfigError("missing key before '=' in " + quoted(token));
   return {std::string(key), std::string(trim(token.substr(eq + 1)))};
@@ -52,8 +51,8 @@ std::chrono::milliseconds parse_seconds(std::string_view key, std::string_view v
   const auto* end = value.data() + value.size();
   const auto [ptr, ec] = std::from_chars(value.data(), end, seconds);
   const double max_seconds = static_cast<double>(max.count()) / 1000.0;
-  if (value.empty() || ec != std::errc() || ptr != end || !std::isfinite(seconds) ||
-      seconds <= 0 || seconds > max_seconds)
+  if (value.empty() || ec != std::errc() || ptr != end || !std::isfinite(seconds) || seconds <= 0 ||
+      seconds > max_seconds)
     throw ConfigError("invalid value " + quoted(value) + " for " + std::string(key) +
                       ": expected seconds greater than 0 and at most " +
                       std::to_string(max.count() / 1000));

@@ -17,8 +17,8 @@ PluginConfig parse_plugin_config(std::span<const std::string> args) {
     } else if (key == "connect_timeout") {
       config.connect_timeout = parse_seconds(key, value, std::chrono::seconds(60));
     } else {
-      throw ConfigError("unknown plugstack.conf argument '" + key + "' (known: " +
-                        std::string(plugin_config_keys()) + ")");
+      throw ConfigError("unknown plugstack.conf argument '" + key +
+                        "' (known: " + std::string(plugin_config_keys()) + ")");
     }
   }
   return config;

@@ -36,8 +36,8 @@ using Clock = std::chrono::steady_clock;
 
 // One address; returns an error text or nothing.
 std::optional<std::string> try_connect(const addrinfo& addr, Clock::time_point deadline) {
-  Fd sock(socket(addr.ai_family, addr.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                 addr.ai_protocol));
+  Fd sock(
+      socket(addr.ai_family, addr.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, addr.ai_protocol));
   if (sock.get() < 0) return std::string(std::strerror(errno));
   if (connect(sock.get(), addr.ai_addr, addr.ai_addrlen) == 0) return std::nullopt;
   if (errno != EINPROGRESS) return std::string(std::strerror(errno));

@@ -1,16 +1,15 @@
-#include <catch2/catch.hpp>
+#include "autoresume/daemon_config.hpp"
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
-#include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
 
 using Catch::Matchers::Contains;
 
-TEST_CASE("a daemon config file parses with comments, blanks and any key case",
-          "[daemon_config]") {
+TEST_CASE("a daemon config file parses with comments, blanks and any key case", "[daemon_config]") {
   const auto config = ar::parse_daemon_config(
       "# controller\n"
       "Listen = 0.0.0.0:7000   # all interfaces\n"

@@ -1,6 +1,7 @@
+#include "autoresume/endpoint.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "autoresume/endpoint.hpp"
 #include "autoresume/keyvalue.hpp"
 
 using Catch::Matchers::Contains;

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "autoresume/keyvalue.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;

@@ -1,7 +1,8 @@
+#include "autoresume/option.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "autoresume/keyvalue.hpp"
-#include "autoresume/option.hpp"
 
 using Catch::Matchers::Contains;
 

@@ -1,10 +1,10 @@
-#include <catch2/catch.hpp>
+#include "autoresume/plugin_config.hpp"
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "autoresume/keyvalue.hpp"
-#include "autoresume/plugin_config.hpp"
 
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
@@ -18,8 +18,8 @@ TEST_CASE("plugstack arguments default sanely", "[plugin_config]") {
 }
 
 TEST_CASE("plugstack arguments parse into the typed config", "[plugin_config]") {
-  const auto config = ar::parse_plugin_config(
-      Args{"controller=ctl:9000", "required=1", "connect_timeout=0.5"});
+  const auto config =
+      ar::parse_plugin_config(Args{"controller=ctl:9000", "required=1", "connect_timeout=0.5"});
   CHECK(config.controller == ar::Endpoint{"ctl", 9000});
   CHECK(config.required);
   CHECK(config.connect_timeout == 500ms);
@@ -34,8 +34,7 @@ TEST_CASE("bad plugstack arguments are errors naming them", "[plugin_config]") {
                     Contains("unknown") && Contains("'socket'") && Contains("controller"));
   CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"required=yes"}),
                     Contains("'yes'") && Contains("required"));
-  CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"controller=nohost"}),
-                    Contains("'nohost'"));
+  CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"controller=nohost"}), Contains("'nohost'"));
   CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"connect_timeout=0"}),
                     Contains("'0'") && Contains("connect_timeout"));
   CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"required"}), Contains("'required'"));

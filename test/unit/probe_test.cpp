@@ -1,10 +1,10 @@
-#include <catch2/catch.hpp>
+#include "autoresume/probe.hpp"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "autoresume/probe.hpp"
+#include <catch2/catch.hpp>
 
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;

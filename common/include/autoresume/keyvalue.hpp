@@ -31,8 +31,8 @@ KeyValue split_key_value(std::string_view token);
 bool parse_flag(std::string_view key, std::string_view value);
 
 // A decimal integer within [min, max].
-std::uint64_t parse_uint(std::string_view key, std::string_view value,
-                         std::uint64_t min, std::uint64_t max);
+std::uint64_t parse_uint(std::string_view key, std::string_view value, std::uint64_t min,
+                         std::uint64_t max);
 
 // A positive duration in seconds, fractions allowed ("2", "0.5"), at most max.
 std::chrono::milliseconds parse_seconds(std::string_view key, std::string_view value,
