@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The local cluster runs real jobs on all its nodes: sbatch and salloc.
+# shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 cluster_up --nodes 4

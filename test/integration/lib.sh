@@ -1,9 +1,12 @@
+# shellcheck shell=bash
 # Helpers for integration tests on a real local Slurm cluster. Source it from a
 # test script; the test's own cluster lives under $CLUSTER and is torn down on
 # exit, whatever happens.
 #
 # Environment (set by ctest): AR_SOURCE_DIR (the repository), AR_PLUGIN (the
-# built auto_resume.so).
+# built auto_resume.so), and for a sanitizer build AR_SANITIZER_PRELOAD (the
+# sanitizer runtimes, which must be loaded first into every Slurm process
+# that loads the instrumented plugin: srun, sbatch, salloc and the daemons).
 set -euo pipefail
 
 : "${AR_SOURCE_DIR:?set AR_SOURCE_DIR to the repository}"
@@ -21,8 +24,8 @@ note() { printf '[%s] %s\n' "$TEST_NAME" "$*"; }
 WORK=$(mktemp -d /tmp/ar-it.XXXXXX)
 CLUSTER=$WORK/c
 _on_exit=()
-# on_exit CMD: run CMD (a string for eval) when the test ends, before the
-# cluster goes down; the last one registered runs first.
+# on_exit CMD: run CMD (a string for eval, expanded then) when the test ends,
+# before the cluster goes down; the last one registered runs first.
 on_exit() { _on_exit=("$1" "${_on_exit[@]}"); }
 _cleanup() {
   local rc=$? cmd
@@ -40,10 +43,36 @@ _cleanup() {
 }
 trap _cleanup EXIT
 
-# cluster_up [scripts/cluster up options...]: start this test's cluster with
-# the built plugin and point the Slurm clients at it.
+# Leaks are not checked in Slurm's own processes (Slurm leaves memory to the
+# exit); the unit tests check the core for leaks.
+SANITIZER_ENV=()
+if [[ -n ${AR_SANITIZER_PRELOAD:-} ]]; then
+  SANITIZER_ENV=("LD_PRELOAD=$AR_SANITIZER_PRELOAD" "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"
+                 "UBSAN_OPTIONS=print_stacktrace=1")
+  # Wrappers first in PATH, so that the sruns inside batch scripts (which
+  # inherit PATH) get the runtimes too; each execs, keeping its PID.
+  mkdir "$WORK/bin"
+  for _client in srun sbatch salloc; do
+    printf '#!/bin/sh\nexec env %s %s "$@"\n' "$(printf '%q ' "${SANITIZER_ENV[@]}")" \
+      "$(command -v "$_client")" >"$WORK/bin/$_client"
+    chmod +x "$WORK/bin/$_client"
+  done
+  PATH=$WORK/bin:$PATH
+fi
+
+# cluster_up_at DIR [scripts/cluster up options...]: start a cluster with the
+# built plugin under DIR.
+cluster_up_at() {
+  local dir=$1 extra=() var
+  shift
+  for var in "${SANITIZER_ENV[@]}"; do extra+=(--daemon-env "$var"); done
+  "$CLUSTER_CMD" up "$dir" --plugin "$AR_PLUGIN" "${extra[@]}" "$@"
+}
+
+# cluster_up [scripts/cluster up options...]: start this test's cluster and
+# point the Slurm clients at it.
 cluster_up() {
-  "$CLUSTER_CMD" up "$CLUSTER" --plugin "$AR_PLUGIN" "$@"
+  cluster_up_at "$CLUSTER" "$@"
   eval "$("$CLUSTER_CMD" env "$CLUSTER")"
 }
 
@@ -69,7 +98,7 @@ wait_until() {
 node_state() { sinfo -h -n "$1" -N -o '%T' | head -n 1; }
 node_is() { [[ $(node_state "$1") == "$2" ]]; }
 node_not_responding() { [[ $(node_state "$1") == *'*' ]]; }
-node_down() { [[ $(node_state "$1") == down* ]]; }
+queue_empty() { [[ -z $(squeue -h) ]]; }
 
 assert_contains() {  # FILE PATTERN [what]
   grep -qE -- "$2" "$1" || { cat "$1" >&2; fail "${3:-$1} does not match /$2/"; }
@@ -77,6 +106,19 @@ assert_contains() {  # FILE PATTERN [what]
 assert_not_contains() {  # FILE PATTERN [what]
   if grep -qE -- "$2" "$1"; then cat "$1" >&2; fail "${3:-$1} matches /$2/"; fi
 }
+# count_tasks PATTERN: processes of this test's cluster whose whole command
+# line matches PATTERN (pgrep -xf), told apart from other clusters' by their
+# SLURM_CONF.
+count_tasks() {
+  local pid n=0
+  for pid in $(pgrep -xf "$1"); do
+    ( tr '\0' '\n' <"/proc/$pid/environ" ) 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF" &&
+      n=$((n + 1))
+  done
+  echo "$n"
+}
+tasks_are() { [[ $(count_tasks "$2") == "$1" ]]; }  # N PATTERN
+
 assert_eq() {  # ACTUAL EXPECTED WHAT
   [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"
 }
@@ -86,7 +128,8 @@ assert_eq() {  # ACTUAL EXPECTED WHAT
 # environment) and job tasks (by SLURM_CONF and SLURMD_NODENAME).
 live_pids() {
   local dir=$1 node=${2:-} pid env state
-  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
+  for pid in /proc/[0-9]*; do
+    pid=${pid#/proc/}
     env=$( (tr '\0' '\n' <"/proc/$pid/environ") 2>/dev/null) || continue
     state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || continue
     [[ $state != Z ]] || continue

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The fault injections of scripts/cluster act on one node only and Slurm sees
 # them: kill-node (a crash) and freeze-node (a hang), then the way back.
+# shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 slurmd_timeout=4
@@ -9,13 +10,11 @@ cluster_up --nodes 4 --slurmd-timeout $slurmd_timeout --message-timeout $message
 # Slurm pings a node every SlurmdTimeout/3 and waits MessageTimeout per try;
 # it marks it down after SlurmdTimeout without an answer. Allow for a few rounds.
 detect=$((3 * slurmd_timeout + 3 * message_timeout + 5))
-cd "$WORK"
+cd "$WORK" || exit
 
-# A job with a task on every node, so that a crash has something to kill
-# (a sleep length no other test uses).
-sbatch -N4 -o job.log --wrap 'srun -N4 sleep 601' >/dev/null
-wait_until 20 "a task on each of the 4 nodes" \
-  bash -c "[[ \$(pgrep -cxf '(/usr/bin/)?sleep 601') == 4 ]]"
+# A job with a task on every node, so that a crash has something to kill.
+sbatch -N4 -o job.log --wrap 'srun -N4 sleep 600' >/dev/null
+wait_until 20 "a task on each of the 4 nodes" tasks_are 4 '(/usr/bin/)?sleep 600'
 for n in node1 node2 node3 node4; do
   [[ -n $(live_pids "$CLUSTER" "$n") ]] || fail "found no process of $n"
 done
@@ -29,7 +28,7 @@ start=$SECONDS
 wait_until "$detect" "node3 down or not responding after kill-node" node_not_responding node3
 note "node3 $(node_state node3) $((SECONDS - start))s after kill-node"
 scancel --full "$(squeue -h -o %i | head -n 1)"
-wait_until 30 "the job to end" bash -c '[[ -z $(squeue -h) ]]'
+wait_until 30 "the job to end" queue_empty
 
 "$CLUSTER_CMD" restart-node "$CLUSTER" node3
 start=$SECONDS

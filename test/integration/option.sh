@@ -2,10 +2,11 @@
 # The --auto-resume option: listed in srun --help, bad values refused before
 # any task starts, sbatch's value reaching the job's steps, srun's own value
 # winning, and the controller-down message (warning, or failure with required=1).
+# shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 cluster_up --nodes 2
-cd "$WORK"
+cd "$WORK" || exit
 # No controller listens here: the plugin's default is 127.0.0.1:7860, which a
 # developer's machine may use, so point it at a port nobody holds.
 dead_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
