@@ -3,10 +3,17 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/version.hpp"
+#include "log.hpp"
+#include "net.hpp"
+#include "server.hpp"
+#include "service.hpp"
+#include "slurm_adapter.hpp"
+#include "store.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"auto-resumed: the slurm-auto-resume controller daemon", "auto-resumed"};
@@ -30,7 +37,27 @@ int main(int argc, char** argv) {
     fmt::print("{}", ar::render(config));
     return 0;
   }
-  fmt::print(stderr, "auto-resumed: configuration {} is valid; the service loop is not built yet\n",
-             config_file);
-  return 1;
+
+  try {
+    ar::slurm::init();
+    ar::Store store(config.state_dir);
+    ar::Service service(store, ar::slurm::load_job, ar::slurm::slurm_user_uid);
+    ar::net::asio::io_context io;
+    ar::Server server(io, config.listen, service, config.munge_socket);
+    server.start();
+    ar::net::asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+      if (ec) return;
+      ar::log::info("signal {}: stopping", signal);
+      io.stop();
+    });
+    const auto bound = server.local_endpoint();
+    ar::log::info("{} listening on {}:{}, state in {}", ar::kVersion, bound.address().to_string(),
+                  bound.port(), config.state_dir.string());
+    io.run();
+  } catch (const std::exception& e) {
+    ar::log::error("{}", e.what());
+    return 1;
+  }
+  return 0;
 }

@@ -1,31 +1,140 @@
 // auto-resume: the command line tool for users and admins.
 
+#include <fmt/chrono.h>
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdlib>
 
+#include "autoresume/client.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
+#include "autoresume/munge_cred.hpp"
 #include "autoresume/version.hpp"
+
+namespace {
+
+using ar::proto::json;
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+std::string format_time(std::int64_t unix_seconds) {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z",
+                     std::chrono::sys_seconds(std::chrono::seconds(unix_seconds)));
+}
+
+void print_steps(const json& result) {
+  const auto& steps = result.at("steps");
+  if (steps.empty()) {
+    fmt::print("no protected steps\n");
+    return;
+  }
+  fmt::print("{:<10} {:<6} {:<24} {:>7} {:<12} {:<7} {:<20} {}\n", "JOB", "STEP", "RUN", "ATTEMPT",
+             "STATE", "UID", "REGISTERED", "NODES");
+  for (const auto& s : steps)
+    fmt::print("{:<10} {:<6} {:<24} {:>7} {:<12} {:<7} {:<20} {}\n", s.at("job_id").get<long>(),
+               s.at("step_id").get<long>(), s.at("run_id").get<std::string>(),
+               s.at("attempt").get<long>(), s.at("state").get<std::string>(),
+               s.at("uid").get<long>(), format_time(s.at("created_at").get<std::int64_t>()),
+               s.at("nodelist").get<std::string>());
+}
+
+void print_events(const json& result) {
+  for (const auto& e : result.at("events"))
+    fmt::print("{} job {} {} {}: {}\n", format_time(e.at("at").get<std::int64_t>()),
+               e.at("job_id").get<long>(), e.at("run_id").get<std::string>(),
+               e.at("kind").get<std::string>(), e.at("detail").get<std::string>());
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"auto-resume: inspect and steer slurm-auto-resume", "auto-resume"};
   app.set_version_flag("-V,--version", std::string("auto-resume ") + ar::kVersion);
   app.require_subcommand(1);
+  app.fallthrough();  // global options may follow the subcommand
+
+  std::string controller = env_or("AUTO_RESUME_CONTROLLER", "127.0.0.1:7860");
+  std::string munge_socket = env_or("AUTO_RESUME_MUNGE_SOCKET", "");
+  double timeout_seconds = 5;
+  bool as_json = false;
+  app.add_option("--controller", controller,
+                 "auto-resumed's HOST:PORT (env AUTO_RESUME_CONTROLLER)")
+      ->capture_default_str();
+  app.add_option("--munge-socket", munge_socket,
+                 "munged's socket (env AUTO_RESUME_MUNGE_SOCKET; default: munge's own)");
+  app.add_option("--timeout", timeout_seconds, "Seconds to wait for the controller")
+      ->check(CLI::Range(0.1, 300.0))
+      ->capture_default_str();
+  app.add_flag("--json", as_json, "Print the controller's answer as JSON");
 
   auto* check = app.add_subcommand("check-config", "Validate a controller configuration file");
   std::string config_file;
   check->add_option("FILE", config_file, "Configuration file")->required();
 
+  auto* hello = app.add_subcommand("hello", "Check that the controller answers, and as whom");
+  auto* status = app.add_subcommand("status", "List protected steps (yours; all for root)");
+  std::uint32_t job_filter = 0;
+  status->add_option("--job", job_filter, "Only this job");
+  auto* events = app.add_subcommand("events", "List what the controller did");
+  std::uint32_t since = 0;
+  events->add_option("--since", since, "Only events at or after this Unix time");
+
   CLI11_PARSE(app, argc, argv);
 
-  if (check->parsed()) {
-    try {
+  try {
+    if (check->parsed()) {
       fmt::print("{}", ar::render(ar::load_daemon_config(config_file)));
-    } catch (const ar::ConfigError& e) {
-      fmt::print(stderr, "auto-resume: {}\n", e.what());
+      return 0;
+    }
+    const auto endpoint = ar::parse_endpoint("--controller", controller);
+    const auto timeout = std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000));
+    json fields = json::object();
+    std::string op;
+    if (hello->parsed()) op = "hello";
+    if (status->parsed()) {
+      op = "status";
+      if (job_filter != 0) fields["job_id"] = job_filter;
+    }
+    if (events->parsed()) {
+      op = "events";
+      fields["since"] = since;
+    }
+    const auto reply = ar::call_controller(
+        endpoint, timeout, op, ar::munge_encode_credential(munge_socket), std::move(fields));
+    if (!reply.ok) {
+      fmt::print(stderr, "auto-resume: the controller refused {}: {}: {}\n", op, reply.code,
+                 reply.message);
       return 1;
     }
+    if (as_json) {
+      fmt::print("{}\n", reply.result.dump(2));
+    } else if (op == "hello") {
+      fmt::print("auto-resumed {} at {} (protocol {}), you are uid {}\n",
+                 reply.result.at("version").get<std::string>(), endpoint.str(),
+                 reply.result.at("protocol").get<int>(), reply.result.at("uid").get<long>());
+    } else if (op == "status") {
+      print_steps(reply.result);
+    } else {
+      print_events(reply.result);
+    }
+  } catch (const ar::ConfigError& e) {
+    fmt::print(stderr, "auto-resume: {}\n", e.what());
+    return 1;
+  } catch (const ar::ClientError& e) {
+    fmt::print(stderr, "auto-resume: the controller at {} cannot be reached: {}\n", controller,
+               e.what());
+    return 1;
+  } catch (const ar::MungeError& e) {
+    fmt::print(stderr, "auto-resume: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "auto-resume: unexpected answer from the controller: {}\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -1,53 +1,121 @@
 // srun side (local context): tell the step's tasks whether they run with
-// auto-resume, and check, once per srun, that such a step can be protected.
+// auto-resume, and register a flagged step with the controller, once per
+// srun. When the controller cannot protect the step, say so once (or fail
+// the step before its tasks start, if plugstack.conf says required=1).
+
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <random>
 #include <string>
+#include <vector>
 
-#include "autoresume/probe.hpp"
+#include "autoresume/client.hpp"
+#include "autoresume/munge_cred.hpp"
+#include "autoresume/protocol.hpp"
 #include "plugin.hpp"
 
 namespace ar::spank {
 
-// The variable a step's tasks see: "1" when the step runs with auto-resume.
-// srun passes its own environment, as it stands after this hook, to the
-// tasks; the environment of a batch script is not touched.
+namespace {
+
+// What a step's tasks see. srun passes its own environment, as it stands
+// after this hook, to the tasks; the environment of a batch script is not
+// touched.
 constexpr const char* kTaskFlagVariable = "AUTO_RESUME";
+constexpr const char* kAttemptVariable = "AUTO_RESUME_ATTEMPT";
+constexpr const char* kRunIdVariable = "AUTO_RESUME_RUN_ID";
+
+std::vector<std::string> own_argv() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> argv;
+  std::size_t start = 0;
+  while (start < all.size()) {
+    const auto end = all.find('\0', start);
+    argv.push_back(all.substr(start, end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return argv;
+}
+
+std::string current_dir() {
+  std::vector<char> buffer(4096);
+  return getcwd(buffer.data(), buffer.size()) != nullptr ? std::string(buffer.data()) : "";
+}
+
+std::string new_run_id(std::uint32_t job_id, std::uint32_t step_id) {
+  std::random_device random;
+  char suffix[9];
+  std::snprintf(suffix, sizeof suffix, "%08x", random());
+  return std::to_string(job_id) + "." + std::to_string(step_id) + "-" + suffix;
+}
+
+// Registers the step; returns nothing on success, or why it is unprotected.
+std::optional<std::string> register_step(const PluginConfig& config,
+                                         const proto::StepRegistration& step) {
+  try {
+    const auto cred = munge_encode_credential(config.munge_socket);
+    const auto reply = call_controller(config.controller, config.connect_timeout, "register", cred,
+                                       step.to_json());
+    if (reply.ok) return std::nullopt;
+    return "the controller at " + config.controller.str() + " refused it (" + reply.code + ": " +
+           reply.message + ")";
+  } catch (const ClientError& e) {
+    return "the controller at " + config.controller.str() + " cannot be reached (" + e.what() + ")";
+  } catch (const MungeError& e) {
+    return std::string("no munge credential (") + e.what() + ")";
+  }
+}
+
+}  // namespace
 
 int local_user_init(spank_t sp) {
   const auto& st = state();
   if (!st.enabled()) {
-    unsetenv(kTaskFlagVariable);  // an outer flagged step's value must not leak in
+    // An outer flagged step's values must not leak into this one.
+    for (const auto* name : {kTaskFlagVariable, kAttemptVariable, kRunIdVariable}) unsetenv(name);
     return ESPANK_SUCCESS;
   }
-  setenv(kTaskFlagVariable, "1", 1);
 
-  std::uint32_t job_id = 0;
-  std::uint32_t step_id = 0;
-  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS) {
+  proto::StepRegistration step;
+  if (spank_get_item(sp, S_JOB_ID, &step.job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step.step_id) != ESPANK_SUCCESS) {
     slurm_error("%s: cannot read this step's job and step id", kTag);
     return kFailure;
   }
-  const auto where = st.config.controller.str();
-  const auto failure = probe_tcp(st.config.controller, st.config.connect_timeout);
-  if (!failure) {
-    slurm_verbose("%s: step %u.%u: controller at %s is reachable", kTag, job_id, step_id,
-                  where.c_str());
+  step.run_id = new_run_id(step.job_id, step.step_id);
+  step.attempt = 0;
+  step.argv = own_argv();
+  step.cwd = current_dir();
+  const char* nodelist = std::getenv("SLURM_JOB_NODELIST");
+  step.nodelist = nodelist != nullptr ? nodelist : "";
+
+  setenv(kTaskFlagVariable, "1", 1);
+  setenv(kAttemptVariable, std::to_string(step.attempt).c_str(), 1);
+  setenv(kRunIdVariable, step.run_id.c_str(), 1);
+
+  const auto unprotected = register_step(st.config, step);
+  if (!unprotected) {
+    slurm_verbose("%s: step %u.%u is protected (run %s, attempt %u)", kTag, step.job_id,
+                  step.step_id, step.run_id.c_str(), step.attempt);
     return ESPANK_SUCCESS;
   }
   if (st.config.required) {
     slurm_error(
-        "%s: step %u.%u asked for --auto-resume=1 but the controller at %s cannot be reached "
-        "(%s); not running it unprotected because plugstack.conf says required=1",
-        kTag, job_id, step_id, where.c_str(), failure->c_str());
+        "%s: step %u.%u asked for --auto-resume=1 but %s; not running it unprotected because "
+        "plugstack.conf says required=1",
+        kTag, step.job_id, step.step_id, unprotected->c_str());
     return kFailure;
   }
   slurm_spank_log(
-      "%s: warning: auto-resume protection is OFF for step %u.%u: the controller at %s cannot "
-      "be reached (%s); the step runs, but a node failure will end it as usual",
-      kTag, job_id, step_id, where.c_str(), failure->c_str());
+      "%s: warning: auto-resume protection is OFF for step %u.%u: %s; the step runs, but a node "
+      "failure will end it as usual",
+      kTag, step.job_id, step.step_id, unprotected->c_str());
   return ESPANK_SUCCESS;
 }
 

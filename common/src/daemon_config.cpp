@@ -35,9 +35,14 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
     config.provider = parse_provider(value);
   } else if (key == "max_attempts") {
     config.max_attempts = static_cast<unsigned>(parse_uint(key, value, 0, 100));
+  } else if (key == "munge_socket") {
+    if (value.empty() || value.front() != '/')
+      throw ConfigError("invalid value '" + value +
+                        "' for munge_socket: expected an absolute path");
+    config.munge_socket = value;
   } else {
     throw ConfigError("unknown key '" + key +
-                      "' (known: listen, state_dir, provider, max_attempts)");
+                      "' (known: listen, state_dir, provider, max_attempts, munge_socket)");
   }
 }
 
@@ -93,6 +98,7 @@ std::string render(const DaemonConfig& config) {
       << "state_dir=" << config.state_dir.string() << "\n"
       << "provider=" << to_string(config.provider) << "\n"
       << "max_attempts=" << config.max_attempts << "\n";
+  if (!config.munge_socket.empty()) out << "munge_socket=" << config.munge_socket << "\n";
   return out.str();
 }
 

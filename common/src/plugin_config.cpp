@@ -4,7 +4,9 @@
 
 namespace ar {
 
-std::string_view plugin_config_keys() { return "controller, required, connect_timeout"; }
+std::string_view plugin_config_keys() {
+  return "controller, required, connect_timeout, munge_socket";
+}
 
 PluginConfig parse_plugin_config(std::span<const std::string> args) {
   PluginConfig config;
@@ -16,6 +18,11 @@ PluginConfig parse_plugin_config(std::span<const std::string> args) {
       config.required = parse_flag(key, value);
     } else if (key == "connect_timeout") {
       config.connect_timeout = parse_seconds(key, value, std::chrono::seconds(60));
+    } else if (key == "munge_socket") {
+      if (value.empty() || value.front() != '/')
+        throw ConfigError("invalid value '" + value +
+                          "' for munge_socket: expected an absolute path");
+      config.munge_socket = value;
     } else {
       throw ConfigError("unknown plugstack.conf argument '" + key +
                         "' (known: " + std::string(plugin_config_keys()) + ")");

@@ -4,7 +4,8 @@
 # exit, whatever happens.
 #
 # Environment (set by ctest): AR_SOURCE_DIR (the repository), AR_PLUGIN (the
-# built auto_resume.so), and for a sanitizer build AR_SANITIZER_PRELOAD (the
+# built auto_resume.so), AR_DAEMON and AR_CLI (the built auto-resumed and
+# auto-resume), and for a sanitizer build AR_SANITIZER_PRELOAD (the
 # sanitizer runtimes, which must be loaded first into every Slurm process
 # that loads the instrumented plugin: srun, sbatch, salloc and the daemons).
 set -euo pipefail
@@ -22,6 +23,7 @@ note() { printf '[%s] %s\n' "$TEST_NAME" "$*"; }
 
 # A short directory of this test's own: Slurm's socket paths under it must fit.
 WORK=$(mktemp -d /tmp/ar-it.XXXXXX)
+chmod 755 "$WORK"  # other users' jobs read the cluster's config and munge socket
 CLUSTER=$WORK/c
 _on_exit=()
 # on_exit CMD: run CMD (a string for eval, expanded then) when the test ends,
@@ -76,10 +78,44 @@ cluster_up() {
   eval "$("$CLUSTER_CMD" env "$CLUSTER")"
 }
 
-# set_plugstack ARGS...: rewrite the plugin line of plugstack.conf; srun and
-# slurmstepd read it anew for every step.
+# set_plugstack ARGS...: rewrite the plugin line of plugstack.conf (with the
+# cluster's munge socket); srun and slurmstepd read it anew for every step.
 set_plugstack() {
-  printf 'required %s %s\n' "$AR_PLUGIN" "$*" >"$CLUSTER/etc/plugstack.conf"
+  printf 'required %s munge_socket=%s %s\n' "$AR_PLUGIN" "$CLUSTER/munge/munge.sock" "$*" \
+    >"$CLUSTER/etc/plugstack.conf"
+}
+
+# free_port: a TCP port nobody listens on now.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# shellcheck disable=SC2120 # arguments are optional
+# controller_up [PLUGSTACK_ARGS...]: start auto-resumed for this test's cluster
+# (state under $WORK/state, log in $WORK/controller.log), point the plugin
+# (with any further plugstack arguments) and the CLI at it, and wait until it
+# answers. CONTROLLER_PID is its process.
+controller_up() {
+  : "${AR_DAEMON:?}" "${AR_CLI:?}"
+  CONTROLLER_PORT=${CONTROLLER_PORT:-$(free_port)}
+  cat >"$WORK/auto-resumed.conf" <<CONF
+provider=local
+listen=127.0.0.1:$CONTROLLER_PORT
+state_dir=$WORK/state
+munge_socket=$CLUSTER/munge/munge.sock
+CONF
+  "$AR_DAEMON" --config "$WORK/auto-resumed.conf" >>"$WORK/controller.log" 2>&1 &
+  CONTROLLER_PID=$!
+  # shellcheck disable=SC2016 # expanded when the test ends
+  on_exit 'kill -TERM "$CONTROLLER_PID" 2>/dev/null'
+  export AUTO_RESUME_CONTROLLER=127.0.0.1:$CONTROLLER_PORT
+  export AUTO_RESUME_MUNGE_SOCKET=$CLUSTER/munge/munge.sock
+  wait_until 20 "auto-resumed to answer (log: $WORK/controller.log)" controller_answers
+  set_plugstack "controller=$AUTO_RESUME_CONTROLLER $*"
+}
+controller_answers() {
+  kill -0 "$CONTROLLER_PID" 2>/dev/null || fail "auto-resumed exited: $(tail -n 20 "$WORK/controller.log")"
+  "$AR_CLI" hello >/dev/null 2>&1
 }
 
 # wait_until SECONDS DESCRIPTION CMD...: poll CMD until it succeeds; fail with

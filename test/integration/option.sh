@@ -9,7 +9,7 @@ cluster_up --nodes 2
 cd "$WORK" || exit
 # No controller listens here: the plugin's default is 127.0.0.1:7860, which a
 # developer's machine may use, so point it at a port nobody holds.
-dead_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+dead_port=$(free_port)
 set_plugstack "controller=127.0.0.1:$dead_port connect_timeout=1"
 
 # --help lists the option with its argument and the plugin's tag.
@@ -56,18 +56,15 @@ assert_not_contains optout.err "auto_resume" "opted-out step's stderr"
 salloc -N1 --auto-resume=1 srun printenv AUTO_RESUME >salloc.out 2>salloc.err || fail "salloc failed: $(cat salloc.err)"
 assert_eq "$(cat salloc.out)" "1" "AUTO_RESUME under salloc --auto-resume=1"
 
-# A reachable controller: no warning.
-python3 -c '
-import socket, sys, time
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", 0)); s.listen(8)
-print(s.getsockname()[1], flush=True); time.sleep(120)' >listener.port &
-listener=$!
-wait_until 10 "a listening port" test -s listener.port
-set_plugstack "controller=127.0.0.1:$(cat listener.port) connect_timeout=1"
-srun -N1 --auto-resume=1 true 2>up.err || fail "flagged srun failed with a reachable controller: $(cat up.err)"
-assert_not_contains up.err "protection is OFF" "srun with a reachable controller"
-kill "$listener"
+# A controller that accepts the step: no warning.
+controller_up connect_timeout=1
+srun -N1 --auto-resume=1 true 2>up.err || fail "flagged srun failed with a controller up: $(cat up.err)"
+assert_not_contains up.err "auto_resume" "srun with the controller up"
+# One that does not answer within connect_timeout: the step runs, unprotected.
+kill -STOP "$CONTROLLER_PID"
+srun -N1 --auto-resume=1 true 2>stopped.err || fail "flagged srun failed with a hung controller"
+assert_contains stopped.err "protection is OFF .*timed out after 1000 ms" "srun with a hung controller"
+kill -CONT "$CONTROLLER_PID"
 
 # required=1 and no controller: a flagged step fails before its tasks start;
 # a plain one still runs.

@@ -21,6 +21,8 @@ struct DaemonConfig {
   std::filesystem::path state_dir = "/var/lib/auto-resume";
   ProviderKind provider = ProviderKind::local;  // must be named in the file
   unsigned max_attempts = 3;
+  // munged's socket for decoding credentials; empty: munge's default.
+  std::string munge_socket;
 };
 
 // Parses the text of a configuration file; `origin` (the file's name) starts

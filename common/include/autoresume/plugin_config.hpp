@@ -19,6 +19,8 @@ struct PluginConfig {
   bool required = false;
   // How long srun waits for the controller before deciding it is down.
   std::chrono::milliseconds connect_timeout{2000};
+  // munged's socket for credentials; empty: munge's default.
+  std::string munge_socket;
 };
 
 // Every argument must be a known `key=value`; the first unknown key or bad

@@ -1,0 +1,30 @@
+#pragma once
+// munge credentials: every request to the controller carries one, from which
+// the controller learns the caller's uid, as Slurm itself authenticates.
+
+#include <sys/types.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace ar {
+
+class MungeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct MungeIdentity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+// A fresh credential for the calling process, from the munged listening on
+// `socket` (empty: munge's default socket). Throws MungeError.
+std::string munge_encode_credential(const std::string& socket);
+
+// Decodes `cred` with the munged on `socket`; a credential decodes once only
+// (munge refuses a replay). Throws MungeError saying why it is not valid.
+MungeIdentity munge_decode_credential(const std::string& cred, const std::string& socket);
+
+}  // namespace ar

@@ -1,0 +1,50 @@
+#include "autoresume/munge_cred.hpp"
+
+#include <munge.h>
+
+#include <cstdlib>
+#include <memory>
+
+namespace ar {
+
+namespace {
+
+struct ContextDeleter {
+  void operator()(munge_ctx_t ctx) const { munge_ctx_destroy(ctx); }
+};
+using Context = std::unique_ptr<std::remove_pointer_t<munge_ctx_t>, ContextDeleter>;
+
+Context make_context(const std::string& socket) {
+  Context ctx(munge_ctx_create());
+  if (!ctx) throw MungeError("cannot create a munge context");
+  if (!socket.empty() &&
+      munge_ctx_set(ctx.get(), MUNGE_OPT_SOCKET, socket.c_str()) != EMUNGE_SUCCESS)
+    throw MungeError("cannot use munge socket '" + socket + "': " + munge_ctx_strerror(ctx.get()));
+  return ctx;
+}
+
+}  // namespace
+
+std::string munge_encode_credential(const std::string& socket) {
+  auto ctx = make_context(socket);
+  char* cred = nullptr;
+  if (const auto rc = munge_encode(&cred, ctx.get(), nullptr, 0); rc != EMUNGE_SUCCESS)
+    throw MungeError(std::string("munge_encode failed: ") + munge_strerror(rc));
+  std::unique_ptr<char, decltype(&std::free)> owned(cred, &std::free);
+  return std::string(cred);
+}
+
+MungeIdentity munge_decode_credential(const std::string& cred, const std::string& socket) {
+  auto ctx = make_context(socket);
+  void* payload = nullptr;
+  int length = 0;
+  MungeIdentity identity;
+  const auto rc =
+      munge_decode(cred.c_str(), ctx.get(), &payload, &length, &identity.uid, &identity.gid);
+  std::free(payload);
+  if (rc != EMUNGE_SUCCESS)
+    throw MungeError(std::string("invalid credential: ") + munge_strerror(rc));
+  return identity;
+}
+
+}  // namespace ar

@@ -1,0 +1,40 @@
+#pragma once
+// The TCP front of the controller: one coroutine per connection reads
+// newline-delimited requests (at most proto::kMaxMessageBytes each),
+// authenticates each by its munge credential and answers it in order, so
+// only one write is in flight per connection. A connection idle for
+// kIdleTimeout is closed.
+
+#include <chrono>
+#include <string>
+
+#include "autoresume/endpoint.hpp"
+#include "net.hpp"
+#include "service.hpp"
+
+namespace ar {
+
+class Server {
+ public:
+  static constexpr std::chrono::seconds kIdleTimeout{60};
+
+  // Binds and listens at once (throws on failure, e.g. the port is taken).
+  Server(net::asio::io_context& io, const Endpoint& listen, Service& service,
+         std::string munge_socket);
+
+  // The bound endpoint (the real port when listening on port 0).
+  net::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
+
+  void start();
+
+ private:
+  net::awaitable<void> accept_loop();
+  net::awaitable<void> session(net::tcp::socket socket);
+  std::string answer(std::string_view line);
+
+  net::tcp::acceptor acceptor_;
+  Service& service_;
+  std::string munge_socket_;
+};
+
+}  // namespace ar

@@ -1,0 +1,191 @@
+#include "store.hpp"
+
+#include <chrono>
+#include <stdexcept>
+
+namespace ar {
+
+namespace {
+
+std::int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One prepared statement, finalized on scope exit.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw std::runtime_error(std::string("sqlite prepare: ") + sqlite3_errmsg(db));
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int index, std::int64_t value) {
+    check(sqlite3_bind_int64(stmt_, index, value));
+    return *this;
+  }
+  Statement& bind(int index, const std::string& value) {
+    check(sqlite3_bind_text(stmt_, index, value.c_str(), static_cast<int>(value.size()),
+                            SQLITE_TRANSIENT));
+    return *this;
+  }
+  // True while there is a row.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw std::runtime_error(std::string("sqlite step: ") + sqlite3_errmsg(db_));
+  }
+  std::int64_t integer(int column) const { return sqlite3_column_int64(stmt_, column); }
+  std::string text(int column) const {
+    const auto* p = sqlite3_column_text(stmt_, column);
+    return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p));
+  }
+
+ private:
+  void check(int rc) const {
+    if (rc != SQLITE_OK)
+      throw std::runtime_error(std::string("sqlite bind: ") + sqlite3_errmsg(db_));
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+constexpr const char* kStepColumns =
+    "run_id, attempt, job_id, step_id, uid, argv, cwd, nodelist, state, created_at";
+
+StoredStep read_step(const Statement& s) {
+  StoredStep out;
+  out.step.run_id = s.text(0);
+  out.step.attempt = static_cast<std::uint32_t>(s.integer(1));
+  out.step.job_id = static_cast<std::uint32_t>(s.integer(2));
+  out.step.step_id = static_cast<std::uint32_t>(s.integer(3));
+  out.uid = static_cast<uid_t>(s.integer(4));
+  out.step.argv = proto::json::parse(s.text(5)).get<std::vector<std::string>>();
+  out.step.cwd = s.text(6);
+  out.step.nodelist = s.text(7);
+  out.state = s.text(8);
+  out.created_at = s.integer(9);
+  return out;
+}
+
+}  // namespace
+
+Store::Store(const std::filesystem::path& state_dir) {
+  std::filesystem::create_directories(state_dir);
+  const auto file = (state_dir / "auto-resume.db").string();
+  if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) {
+    const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw std::runtime_error("cannot open " + file + ": " + why);
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  exec("PRAGMA journal_mode=WAL");
+  exec("PRAGMA synchronous=FULL");
+  exec(
+      "CREATE TABLE IF NOT EXISTS steps ("
+      " run_id TEXT NOT NULL, attempt INTEGER NOT NULL, job_id INTEGER NOT NULL,"
+      " step_id INTEGER NOT NULL, uid INTEGER NOT NULL, argv TEXT NOT NULL,"
+      " cwd TEXT NOT NULL, nodelist TEXT NOT NULL, state TEXT NOT NULL,"
+      " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+      " PRIMARY KEY (run_id, attempt));"
+      "CREATE TABLE IF NOT EXISTS events ("
+      " id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, job_id INTEGER NOT NULL,"
+      " run_id TEXT NOT NULL, uid INTEGER NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);");
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+void Store::exec(const char* sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string why = error != nullptr ? error : "unknown error";
+    sqlite3_free(error);
+    throw std::runtime_error("sqlite: " + why);
+  }
+}
+
+Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t uid) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    if (find(step.run_id, step.attempt)) {
+      exec("ROLLBACK");
+      return Insert::duplicate;
+    }
+    const auto now = now_seconds();
+    Statement insert(db_,
+                     "INSERT INTO steps (run_id, attempt, job_id, step_id, uid, argv, cwd,"
+                     " nodelist, state, created_at, updated_at)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'registered', ?, ?)");
+    insert.bind(1, step.run_id)
+        .bind(2, step.attempt)
+        .bind(3, step.job_id)
+        .bind(4, step.step_id)
+        .bind(5, static_cast<std::int64_t>(uid))
+        .bind(6, proto::json(step.argv).dump())
+        .bind(7, step.cwd)
+        .bind(8, step.nodelist)
+        .bind(9, now)
+        .bind(10, now);
+    insert.step();
+    Statement event(db_,
+                    "INSERT INTO events (at, job_id, run_id, uid, kind, detail)"
+                    " VALUES (?, ?, ?, ?, 'registered', ?)");
+    event.bind(1, now)
+        .bind(2, step.job_id)
+        .bind(3, step.run_id)
+        .bind(4, static_cast<std::int64_t>(uid))
+        .bind(5, "step " + std::to_string(step.job_id) + "." + std::to_string(step.step_id) +
+                     " attempt " + std::to_string(step.attempt) + " on " + step.nodelist);
+    event.step();
+    exec("COMMIT");
+    return Insert::created;
+  } catch (...) {
+    exec("ROLLBACK");
+    throw;
+  }
+}
+
+std::optional<StoredStep> Store::find(const std::string& run_id, std::uint32_t attempt) {
+  Statement s(
+      db_, (std::string("SELECT ") + kStepColumns + " FROM steps WHERE run_id = ? AND attempt = ?")
+               .c_str());
+  s.bind(1, run_id).bind(2, attempt);
+  if (!s.step()) return std::nullopt;
+  return read_step(s);
+}
+
+std::optional<uid_t> Store::run_owner(const std::string& run_id) {
+  Statement s(db_, "SELECT uid FROM steps WHERE run_id = ? ORDER BY attempt LIMIT 1");
+  s.bind(1, run_id);
+  if (!s.step()) return std::nullopt;
+  return static_cast<uid_t>(s.integer(0));
+}
+
+std::vector<StoredStep> Store::steps(std::optional<uid_t> uid) {
+  Statement s(db_, (std::string("SELECT ") + kStepColumns +
+                    " FROM steps WHERE ?1 < 0 OR uid = ?1 ORDER BY created_at DESC, rowid DESC")
+                       .c_str());
+  s.bind(1, uid ? static_cast<std::int64_t>(*uid) : -1);
+  std::vector<StoredStep> out;
+  while (s.step()) out.push_back(read_step(s));
+  return out;
+}
+
+std::vector<Event> Store::events(std::optional<uid_t> uid, std::int64_t since) {
+  Statement s(db_,
+              "SELECT id, at, job_id, run_id, kind, detail FROM events"
+              " WHERE (?1 < 0 OR uid = ?1) AND at >= ?2 ORDER BY id");
+  s.bind(1, uid ? static_cast<std::int64_t>(*uid) : -1).bind(2, since);
+  std::vector<Event> out;
+  while (s.step())
+    out.push_back({s.integer(0), s.integer(1), static_cast<std::uint32_t>(s.integer(2)), s.text(3),
+                   s.text(4), s.text(5)});
+  return out;
+}
+
+}  // namespace ar

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# auto-resumed end to end: a flagged step registers, users see and touch only
+# their own jobs, credentials are checked, bad messages get an error reply
+# without disturbing anyone, and what was registered survives a controller
+# killed with SIGKILL.
+# shellcheck source=test/integration/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+cluster_up --nodes 2
+controller_up
+cd "$WORK" || exit
+wire() { python3 "$AR_SOURCE_DIR/test/integration/wire.py" "$CONTROLLER_PORT" "$@"; }
+json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+register_body() {  # JOB_ID CRED -> a register request line
+  printf '{"v":1,"id":1,"op":"register","cred":"%s","job_id":%s,"step_id":0,"run_id":"r-%s","attempt":0,"argv":["srun","x"],"cwd":"/","nodelist":"node1"}' "$2" "$1" "$1"
+}
+
+# A flagged step in a batch job registers; its tasks know the run id.
+cat >job.sh <<'SCRIPT'
+#!/bin/bash
+srun -N2 --auto-resume=1 printenv AUTO_RESUME_RUN_ID AUTO_RESUME_ATTEMPT > step.out 2> step.err
+SCRIPT
+job=$(sbatch --parsable -N2 -o job.log job.sh)
+wait_until 30 "job $job to finish" queue_empty
+assert_not_contains step.err "protection is OFF" "a flagged step with the controller up"
+run_id=$(head -n 1 step.out)
+[[ $run_id == "$job.0-"* ]] || fail "tasks saw AUTO_RESUME_RUN_ID='$run_id'"
+"$AR_CLI" status --json >status.json
+assert_eq "$(json_field "['steps'][0]['run_id']" <status.json)" "$run_id" "registered run id"
+assert_eq "$(json_field "['steps'][0]['job_id']" <status.json)" "$job" "registered job id"
+assert_eq "$(json_field "['steps'][0]['attempt']" <status.json)" 0 "registered attempt"
+assert_eq "$(json_field "['steps'][0]['argv'][-2:]" <status.json)" "['AUTO_RESUME_RUN_ID', 'AUTO_RESUME_ATTEMPT']" "registered argv tail"
+assert_eq "$(json_field "['steps'][0]['cwd']" <status.json)" "$WORK" "registered cwd"
+"$AR_CLI" status | grep -q "^$job " || fail "auto-resume status does not list job $job"
+"$AR_CLI" events | grep -q "job $job $run_id registered" || fail "no registered event: $("$AR_CLI" events)"
+
+# Another user's job: user A (nobody) sees their own step, not root's; user B
+# (a uid without any job) sees nothing and may not register A's job.
+mkdir shared && chmod 777 shared
+as_a() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+as_b() { setpriv --reuid=4242 --regid=4242 --clear-groups "$@"; }
+a_job=$(cd shared && as_a sbatch --parsable -N1 -o a.log --wrap 'srun --auto-resume=1 true')
+wait_until 30 "user A's job to finish" queue_empty
+a_view=$(as_a "$AR_CLI" status --json | python3 -c "import json,sys; print(sorted(s['job_id'] for s in json.load(sys.stdin)['steps']))")
+assert_eq "$a_view" "[$a_job]" "the jobs user A sees"
+b_view=$(as_b "$AR_CLI" status --json | python3 -c "import json,sys; print(len(json.load(sys.stdin)['steps']))")
+assert_eq "$b_view" 0 "the number of steps user B sees"
+root_view=$("$AR_CLI" status --json | python3 -c "import json,sys; print(sorted(s['job_id'] for s in json.load(sys.stdin)['steps']))")
+assert_eq "$root_view" "[$job, $a_job]" "the jobs root sees"
+b_cred=$(as_b munge -n -S "$AUTO_RESUME_MUNGE_SOCKET")
+wire "$(register_body "$a_job" "$b_cred")" >b_register.out
+assert_contains b_register.out '"code":"forbidden"' "user B registering user A's job"
+assert_contains b_register.out "belongs to uid $(id -u nobody)" "user B registering user A's job"
+
+# Credentials: none valid, or one used twice, is refused.
+wire '{"v":1,"id":2,"op":"hello","cred":"garbage"}' >bad_cred.out
+assert_contains bad_cred.out '"code":"unauthenticated"' "a garbage credential"
+cred=$(munge -n -S "$AUTO_RESUME_MUNGE_SOCKET")
+wire "{\"v\":1,\"op\":\"hello\",\"cred\":\"$cred\"}" "{\"v\":1,\"op\":\"hello\",\"cred\":\"$cred\"}" >replay.out
+assert_eq "$(sed -n 1p replay.out | json_field "['ok']")" True "a fresh credential"
+assert_contains <(sed -n 2p replay.out) '"code":"unauthenticated"' "a replayed credential"
+
+# Bad messages: an error reply each; a malformed line leaves the connection
+# usable, an oversized one closes it; a client connected meanwhile is served.
+wire 'not json' '{"v":1}' '{"v":7,"op":"hello","cred":"x"}' @cred >bad.out
+assert_contains <(sed -n 1p bad.out) '"code":"bad_request"' "a line that is not JSON"
+assert_contains <(sed -n 2p bad.out) "missing field 'op'" "a request without op"
+assert_contains <(sed -n 3p bad.out) '"code":"bad_version"' "protocol version 7"
+assert_contains <(sed -n 4p bad.out) '"ok":true' "a good request after bad ones on the same connection"
+exec 3< <(python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+print("connected", flush=True)
+time.sleep(3)
+s.sendall(b"{\"v\":1,\"op\":\"x\",\"cred\":\"x\"}\n")
+print(s.makefile().readline().strip(), flush=True)' "$CONTROLLER_PORT")
+read -r -u 3 line && assert_eq "$line" connected "the bystander client"
+wire @big:70000 @cred >big.out
+assert_contains <(sed -n 1p big.out) '"code":"too_large"' "a 70000-byte line"
+assert_eq "$(sed -n 2p big.out)" "<closed>" "the connection after an oversized line"
+read -r -u 3 line
+[[ $line == *'"code":"unauthenticated"'* ]] || fail "the bystander got: $line"
+"$AR_CLI" hello >/dev/null || fail "the controller stopped answering after bad input"
+
+# SIGKILL, then start again: every registration is still there.
+run_ids() { "$AR_CLI" status --json | python3 -c "import json,sys; print(sorted(s['run_id'] for s in json.load(sys.stdin)['steps']))"; }
+before=$(run_ids)
+kill -KILL "$CONTROLLER_PID"
+wait "$CONTROLLER_PID" 2>/dev/null || true
+controller_up
+after=$(run_ids)
+assert_eq "$after" "$before" "steps after a restart"
+[[ $after == *"$run_id"* ]] || fail "run $run_id lost across a controller SIGKILL: $after"
+note "ok"
