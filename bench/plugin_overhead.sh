@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# srun start-up with the auto_resume plugin loaded vs not loaded, on the same
-# local cluster, interleaved run by run so that drift hits both sides alike.
-# Also times the cluster's start (to all nodes idle) and its teardown.
+# srun start-up with the auto_resume plugin loaded vs not loaded, and with
+# --auto-resume=1 (registration with a running controller: a munge credential,
+# one request, one SQLite commit), on the same local cluster, interleaved run
+# by run so that drift hits all sides alike. Also times the cluster's start
+# (to all nodes idle) and its teardown.
 #   bench/plugin_overhead.sh [--runs N] [--nodes N] [--plugin PATH]
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 runs=40 nodes=4 plugin=$repo/build/spank/auto_resume.so
+daemon=$repo/build/controller/auto-resumed
 while (($#)); do
   case $1 in
     --runs) runs=$2; shift ;;
@@ -17,10 +20,11 @@ while (($#)); do
   shift
 done
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "plugin_overhead: bad --runs '$runs'" >&2; exit 2; }
-[[ -f $plugin ]] || { echo "plugin_overhead: no plugin at $plugin: build first" >&2; exit 1; }
+[[ -f $plugin && -x $daemon ]] || { echo "plugin_overhead: no $plugin or $daemon: build first" >&2; exit 1; }
 
 dir=$(mktemp -d /tmp/ar-bench.XXXXXX)
-trap '"$repo/scripts/cluster" down "$dir/c" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+controller_pid=""
+trap 'kill $controller_pid 2>/dev/null; "$repo/scripts/cluster" down "$dir/c" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 now_us() { echo $(($(date +%s%N) / 1000)); }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
@@ -29,10 +33,12 @@ t0=$(now_us)
 up_us=$(($(now_us) - t0))
 eval "$("$repo/scripts/cluster" env "$dir/c")"
 plugstack=$dir/c/etc/plugstack.conf
-# No controller listens on this port, as on a cluster whose controller is down
-# (the flagged runs then also pay for one refused connection).
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-with_plugin="required $plugin controller=127.0.0.1:$port"
+printf 'provider=local\nlisten=127.0.0.1:%s\nstate_dir=%s\nmunge_socket=%s\n' \
+  "$port" "$dir/state" "$dir/c/munge/munge.sock" >"$dir/auto-resumed.conf"
+"$daemon" --config "$dir/auto-resumed.conf" 2>"$dir/auto-resumed.log" &
+controller_pid=$!
+with_plugin="required $plugin controller=127.0.0.1:$port munge_socket=$dir/c/munge/munge.sock"
 
 time_srun() {  # PLUGSTACK_LINE SRUN_ARGS... -> microseconds
   printf '%s\n' "$1" >"$plugstack"
@@ -43,7 +49,9 @@ time_srun() {  # PLUGSTACK_LINE SRUN_ARGS... -> microseconds
   echo $(($(now_us) - start))
 }
 
-srun -N "$nodes" true  # warm-up
+printf '%s\n' "$with_plugin" >"$plugstack"
+for _ in $(seq 100); do srun -N1 --auto-resume=1 true 2>"$dir/probe.err" && ! [[ -s $dir/probe.err ]] && break; sleep 0.1; done
+[[ ! -s $dir/probe.err ]] || { echo "plugin_overhead: the controller did not take a step: $(cat "$dir/probe.err")" >&2; exit 1; }
 : >"$dir/none" ; : >"$dir/loaded" ; : >"$dir/flagged"
 for ((i = 0; i < runs; i++)); do
   time_srun "" >>"$dir/none"
@@ -62,6 +70,6 @@ echo "cluster up ($nodes nodes to idle): $(ms "$up_us")   down: $(ms "$down_us")
 echo "srun -N$nodes true, median of $runs interleaved runs each:"
 echo "  plugin not loaded:                 $(ms "$none")"
 echo "  plugin loaded, option not given:   $(ms "$loaded")"
-echo "  plugin loaded, --auto-resume=1:    $(ms "$flagged")"
+echo "  plugin loaded, --auto-resume=1:    $(ms "$flagged")   (step registered with the controller)"
 awk -v n="$none" -v l="$loaded" -v f="$flagged" \
   'BEGIN {printf "ratio loaded/not loaded: %.3f   flagged/not loaded: %.3f\n", l/n, f/n}'

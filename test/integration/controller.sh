@@ -91,4 +91,5 @@ controller_up
 after=$(run_ids)
 assert_eq "$after" "$before" "steps after a restart"
 [[ $after == *"$run_id"* ]] || fail "run $run_id lost across a controller SIGKILL: $after"
+controller_down
 note "ok"

@@ -113,6 +113,14 @@ CONF
   wait_until 20 "auto-resumed to answer (log: $WORK/controller.log)" controller_answers
   set_plugstack "controller=$AUTO_RESUME_CONTROLLER $*"
 }
+# controller_down: stop auto-resumed with SIGTERM; it must exit cleanly (under
+# a sanitizer build, a leak or error report makes its exit status non-zero).
+controller_down() {
+  kill -TERM "$CONTROLLER_PID"
+  local rc=0
+  wait "$CONTROLLER_PID" || rc=$?
+  ((rc == 0)) || fail "auto-resumed exited with status $rc: $(tail -n 30 "$WORK/controller.log")"
+}
 controller_answers() {
   kill -0 "$CONTROLLER_PID" 2>/dev/null || fail "auto-resumed exited: $(tail -n 20 "$WORK/controller.log")"
   "$AR_CLI" hello >/dev/null 2>&1

@@ -82,4 +82,5 @@ assert_contains bad.out "unknown plugstack.conf argument 'socket'" "srun with a 
 set_plugstack "required=maybe"
 if srun -N1 true >bad.out 2>&1; then fail "srun ran with required=maybe"; fi
 assert_contains bad.out "invalid value 'maybe' for required" "srun with required=maybe"
+controller_down
 note "ok"
