@@ -49,15 +49,25 @@ time_srun() {  # PLUGSTACK_LINE SRUN_ARGS... -> microseconds
   echo $(($(now_us) - start))
 }
 
-printf '%s\n' "$with_plugin" >"$plugstack"
-for _ in $(seq 100); do srun -N1 --auto-resume=1 true 2>"$dir/probe.err" && ! [[ -s $dir/probe.err ]] && break; sleep 0.1; done
-[[ ! -s $dir/probe.err ]] || { echo "plugin_overhead: the controller did not take a step: $(cat "$dir/probe.err")" >&2; exit 1; }
-: >"$dir/none" ; : >"$dir/loaded" ; : >"$dir/flagged"
-for ((i = 0; i < runs; i++)); do
-  time_srun "" >>"$dir/none"
-  time_srun "$with_plugin" >>"$dir/loaded"
-  time_srun "$with_plugin" --auto-resume=1 >>"$dir/flagged"
-done
+# Measured inside one allocation, as the sruns of a batch script run.
+measure() {
+  printf '%s\n' "$with_plugin" >"$plugstack"
+  for _ in $(seq 100); do
+    srun -N1 --auto-resume=1 true 2>"$dir/probe.err" && ! [[ -s $dir/probe.err ]] && break
+    sleep 0.1
+  done
+  [[ ! -s $dir/probe.err ]] || { echo "the controller did not take a step: $(cat "$dir/probe.err")" >&2; return 1; }
+  : >"$dir/none"; : >"$dir/loaded"; : >"$dir/flagged"
+  for ((i = 0; i < runs; i++)); do
+    time_srun "" >>"$dir/none"
+    time_srun "$with_plugin" >>"$dir/loaded"
+    time_srun "$with_plugin" --auto-resume=1 >>"$dir/flagged"
+  done
+}
+export -f now_us time_srun measure
+export plugstack nodes runs dir with_plugin
+salloc -N "$nodes" bash -c measure 2>"$dir/salloc.err" ||
+  { echo "plugin_overhead: measuring failed: $(cat "$dir/salloc.err")" >&2; exit 1; }
 none=$(median <"$dir/none") loaded=$(median <"$dir/loaded") flagged=$(median <"$dir/flagged")
 
 t0=$(now_us)

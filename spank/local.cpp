@@ -99,7 +99,12 @@ int local_user_init(spank_t sp) {
   setenv(kAttemptVariable, std::to_string(step.attempt).c_str(), 1);
   setenv(kRunIdVariable, step.run_id.c_str(), 1);
 
-  const auto unprotected = register_step(st.config, step);
+  const auto unprotected =
+      st.inside_allocation
+          ? register_step(st.config, step)
+          : std::optional<std::string>(
+                "this srun made its own allocation, which ends with it, so the step cannot be "
+                "relaunched (run it inside sbatch or salloc)");
   if (!unprotected) {
     slurm_verbose("%s: step %u.%u is protected (run %s, attempt %u)", kTag, step.job_id,
                   step.step_id, step.run_id.c_str(), step.attempt);

@@ -3,6 +3,7 @@
 
 #include "plugin.hpp"
 
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -76,6 +77,8 @@ AR_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return ESPANK_SUCCESS;
     std::vector<std::string> args(av, av + ac);
     state().config = ar::parse_plugin_config(args);
+    // Read before srun allocates anything (it then sets SLURM_JOB_ID itself).
+    if (ctx == S_CTX_LOCAL) state().inside_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
     if (const auto rc = spank_option_register(sp, &auto_resume_option); rc != ESPANK_SUCCESS) {
       slurm_error("%s: cannot register --%s: %s", kTag, ar::kOptionName, spank_strerror(rc));
       return kFailure;

@@ -23,6 +23,10 @@ struct PluginState {
   // the job's environment (an sbatch/salloc option) first, then from srun's
   // own command line, so the command line wins.
   std::optional<bool> auto_resume;
+  // srun only: whether it started inside an allocation (sbatch, salloc).
+  // A srun that makes its own allocation cannot be relaunched: the
+  // allocation ends with it.
+  bool inside_allocation = false;
 
   bool enabled() const { return auto_resume.value_or(false); }
 };

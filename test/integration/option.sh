@@ -34,10 +34,14 @@ assert_eq "$(squeue -h | wc -l)" 0 "jobs left by refused submissions"
 srun -N2 printenv AUTO_RESUME >plain.out 2>plain.err || true
 assert_eq "$(cat plain.out)" "" "AUTO_RESUME in a plain step"
 assert_not_contains plain.err 'auto_resume' "a plain srun's stderr"
-srun -N2 --auto-resume=1 printenv AUTO_RESUME >flag.out 2>flag.err || fail "flagged srun failed: $(cat flag.err)"
+salloc -N2 srun -N2 --auto-resume=1 printenv AUTO_RESUME >flag.out 2>flag.err ||
+  fail "flagged srun failed: $(cat flag.err)"
 assert_eq "$(tr '\n' ' ' <flag.out)" "1 1 " "AUTO_RESUME in a flagged step's two tasks"
 assert_contains flag.err "auto-resume protection is OFF for step [0-9]+\.0: the controller at 127\.0\.0\.1:$dead_port cannot be reached" "flagged srun"
 assert_eq "$(grep -c 'protection is OFF' flag.err)" 1 "number of protection warnings"
+# A flagged srun outside any allocation cannot be relaunched, and says so.
+srun -N1 --auto-resume=1 true 2>standalone.err || fail "a flagged standalone srun failed"
+assert_contains standalone.err "protection is OFF .*made its own allocation.*inside sbatch or salloc" "a flagged standalone srun"
 
 # sbatch --auto-resume=1 is the default for every srun of the job;
 # srun --auto-resume=0 opts one step out.
@@ -58,11 +62,11 @@ assert_eq "$(cat salloc.out)" "1" "AUTO_RESUME under salloc --auto-resume=1"
 
 # A controller that accepts the step: no warning.
 controller_up connect_timeout=1
-srun -N1 --auto-resume=1 true 2>up.err || fail "flagged srun failed with a controller up: $(cat up.err)"
+salloc -N1 srun --auto-resume=1 true 2>up.err || fail "flagged srun failed with a controller up: $(cat up.err)"
 assert_not_contains up.err "auto_resume" "srun with the controller up"
 # One that does not answer within connect_timeout: the step runs, unprotected.
 kill -STOP "$CONTROLLER_PID"
-srun -N1 --auto-resume=1 true 2>stopped.err || fail "flagged srun failed with a hung controller"
+salloc -N1 srun --auto-resume=1 true 2>stopped.err || fail "flagged srun failed with a hung controller"
 assert_contains stopped.err "protection is OFF .*timed out after 1000 ms" "srun with a hung controller"
 kill -CONT "$CONTROLLER_PID"
 
@@ -70,8 +74,10 @@ kill -CONT "$CONTROLLER_PID"
 # a plain one still runs.
 set_plugstack "controller=127.0.0.1:$dead_port connect_timeout=1 required=1"
 rm -f ran
-if srun -N1 --auto-resume=1 touch ran >req.out 2>&1; then fail "flagged srun ran with required=1 and no controller"; fi
+if salloc -N1 srun --auto-resume=1 touch ran >req.out 2>&1; then fail "flagged srun ran with required=1 and no controller"; fi
 assert_contains req.out "cannot be reached .*required=1" "srun with required=1"
+if srun -N1 --auto-resume=1 touch ran >req.out 2>&1; then fail "flagged standalone srun ran with required=1"; fi
+assert_contains req.out "made its own allocation.*required=1" "standalone srun with required=1"
 [[ ! -e ran ]] || fail "a task ran although the controller was required and down"
 srun -N1 true 2>plain.err || fail "a plain srun failed with required=1: $(cat plain.err)"
 
