@@ -13,9 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "allocation.hpp"
 #include "autoresume/client.hpp"
 #include "autoresume/munge_cred.hpp"
 #include "autoresume/protocol.hpp"
+#include "autoresume/task_env.hpp"
 #include "plugin.hpp"
 
 namespace ar::spank {
@@ -28,6 +30,26 @@ namespace {
 constexpr const char* kTaskFlagVariable = "AUTO_RESUME";
 constexpr const char* kAttemptVariable = "AUTO_RESUME_ATTEMPT";
 constexpr const char* kRunIdVariable = "AUTO_RESUME_RUN_ID";
+
+// NODE_LIST (the allocation's hosts, comma-separated), MASTER_ADDR (the first
+// node's NodeAddr: node names need not resolve) and, unless the user set one,
+// MASTER_PORT: resolved once here instead of by every task. Returns the
+// allocation's node list, or the environment's when slurmctld cannot say.
+std::string export_allocation(std::uint32_t job_id, std::uint32_t attempt) {
+  try {
+    const auto allocation = load_allocation(job_id);
+    setenv("NODE_LIST", comma_list(allocation.hosts).c_str(), 1);
+    setenv("MASTER_ADDR", allocation.first_address.c_str(), 1);
+    setenv("MASTER_PORT", std::to_string(default_master_port(job_id, attempt)).c_str(),
+           /*overwrite=*/0);
+    return allocation.nodelist;
+  } catch (const std::exception& e) {
+    slurm_spank_log("%s: warning: NODE_LIST and MASTER_ADDR are not set for job %u: %s", kTag,
+                    job_id, e.what());
+    const char* nodelist = std::getenv("SLURM_JOB_NODELIST");
+    return nodelist != nullptr ? nodelist : "";
+  }
+}
 
 std::vector<std::string> own_argv() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
@@ -92,8 +114,7 @@ int local_user_init(spank_t sp) {
   step.attempt = 0;
   step.argv = own_argv();
   step.cwd = current_dir();
-  const char* nodelist = std::getenv("SLURM_JOB_NODELIST");
-  step.nodelist = nodelist != nullptr ? nodelist : "";
+  step.nodelist = export_allocation(step.job_id, step.attempt);
 
   setenv(kTaskFlagVariable, "1", 1);
   setenv(kAttemptVariable, std::to_string(step.attempt).c_str(), 1);

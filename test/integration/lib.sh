@@ -26,11 +26,46 @@ WORK=$(mktemp -d /tmp/ar-it.XXXXXX)
 chmod 755 "$WORK"  # other users' jobs read the cluster's config and munge socket
 CLUSTER=$WORK/c
 _on_exit=()
+
+# A watchdog: a test still running after AR_TEST_DEADLINE seconds (default
+# 240, below ctest's 300) prints what its cluster is doing and kills the
+# test's own child processes, so that a hang fails with a diagnosis instead
+# of a bare timeout.
+_descendants() {
+  local child
+  for child in $(ps -o pid= --ppid "$1"); do
+    echo "$child"
+    _descendants "$child"
+  done
+}
+_watchdog() {
+  local self=$BASHPID
+  sleep "${AR_TEST_DEADLINE:-240}" &
+  # shellcheck disable=SC2064 # the sleep's pid, now
+  trap "kill $! 2>/dev/null; exit 0" TERM
+  wait $!
+  {
+    echo "FAIL [$TEST_NAME]: still running after ${AR_TEST_DEADLINE:-240}s; processes:"
+    # shellcheck disable=SC2009 # the whole table, filtered, is the diagnosis
+    ps -eo pid,ppid,stat,etime,args | grep -F -e "$WORK" -e srun -e salloc -e sbatch
+    local log
+    for log in "$WORK"/*/log/*.log; do
+      [[ -f $log ]] && { echo "--- $log"; tail -n 15 "$log"; }
+    done
+  } >&2
+  local pids
+  mapfile -t pids < <(_descendants "$1" | grep -vx "$self")
+  kill -KILL "${pids[@]}" 2>/dev/null
+}
+_watchdog "$$" &
+_watchdog_pid=$!
+
 # on_exit CMD: run CMD (a string for eval, expanded then) when the test ends,
 # before the cluster goes down; the last one registered runs first.
 on_exit() { _on_exit=("$1" "${_on_exit[@]}"); }
 _cleanup() {
   local rc=$? cmd
+  kill "$_watchdog_pid" 2>/dev/null || true
   for cmd in "${_on_exit[@]}"; do eval "$cmd" || true; done
   if [[ -f $CLUSTER/cluster.env ]]; then
     if ((rc != 0)); then

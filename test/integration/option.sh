@@ -39,6 +39,22 @@ salloc -N2 srun -N2 --auto-resume=1 printenv AUTO_RESUME >flag.out 2>flag.err ||
 assert_eq "$(tr '\n' ' ' <flag.out)" "1 1 " "AUTO_RESUME in a flagged step's two tasks"
 assert_contains flag.err "auto-resume protection is OFF for step [0-9]+\.0: the controller at 127\.0\.0\.1:$dead_port cannot be reached" "flagged srun"
 assert_eq "$(grep -c 'protection is OFF' flag.err)" 1 "number of protection warnings"
+# The tasks of a flagged step learn the live allocation: NODE_LIST, the first
+# node's address as MASTER_ADDR, a MASTER_PORT unless the user set one.
+# shellcheck disable=SC2016 # expanded by the tasks
+salloc -N2 srun -N2 --auto-resume=1 bash -c 'echo "$SLURM_JOB_ID $NODE_LIST $MASTER_ADDR $MASTER_PORT"' \
+  >env.out 2>/dev/null || fail "flagged srun failed: $(cat env.out)"
+read -r env_job env_nodes env_addr env_port < <(head -n 1 env.out)
+assert_eq "$(sort -u env.out | wc -l)" 1 "distinct task environments"
+assert_eq "$env_nodes $env_addr" "node1,node2 127.0.0.11" "NODE_LIST and MASTER_ADDR"
+assert_eq "$env_port" $((29500 + (env_job % 1000) * 8)) "MASTER_PORT"
+salloc -N1 -w node2 srun --auto-resume=1 printenv MASTER_ADDR NODE_LIST >env2.out 2>/dev/null
+assert_eq "$(tr '\n' ' ' <env2.out)" "127.0.0.12 node2 " "MASTER_ADDR and NODE_LIST on node2 alone"
+MASTER_PORT=4242 salloc -N1 srun --auto-resume=1 printenv MASTER_PORT >env3.out 2>/dev/null
+assert_eq "$(cat env3.out)" 4242 "a MASTER_PORT the user set"
+srun -N1 printenv NODE_LIST >env4.out 2>/dev/null || true
+assert_eq "$(cat env4.out)" "" "NODE_LIST in a plain step"
+
 # A flagged srun outside any allocation cannot be relaunched, and says so.
 srun -N1 --auto-resume=1 true 2>standalone.err || fail "a flagged standalone srun failed"
 assert_contains standalone.err "protection is OFF .*made its own allocation.*inside sbatch or salloc" "a flagged standalone srun"

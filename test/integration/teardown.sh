@@ -40,5 +40,5 @@ SLURM_CONF=$other_conf srun -N2 true || fail "the second cluster stopped working
 mkdir "$WORK/never-started"
 "$CLUSTER_CMD" down "$WORK/never-started" || fail "down of a never started cluster failed"
 kill -9 "${srun_pids[@]}" 2>/dev/null || true
-wait
+wait "${srun_pids[@]}" 2>/dev/null || true
 note "ok"

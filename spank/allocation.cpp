@@ -1,0 +1,62 @@
+#include "allocation.hpp"
+
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+}
+
+#include <memory>
+#include <stdexcept>
+
+namespace ar::spank {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) {
+  throw std::runtime_error(what + ": " + slurm_strerror(slurm_get_errno()));
+}
+
+std::vector<std::string> expand(const std::string& nodelist) {
+  std::unique_ptr<std::remove_pointer_t<hostlist_t>, decltype(&slurm_hostlist_destroy)> list(
+      slurm_hostlist_create(nodelist.c_str()), &slurm_hostlist_destroy);
+  if (!list) throw std::runtime_error("cannot parse the node list '" + nodelist + "'");
+  std::vector<std::string> hosts;
+  while (char* host = slurm_hostlist_shift(list.get())) {
+    hosts.emplace_back(host);
+    std::free(host);
+  }
+  return hosts;
+}
+
+std::string node_address(const std::string& name) {
+  node_info_msg_t* msg = nullptr;
+  if (slurm_load_node_single(&msg, const_cast<char*>(name.c_str()), SHOW_ALL) != SLURM_SUCCESS)
+    fail("cannot load node " + name);
+  std::string address;
+  if (msg != nullptr && msg->record_count > 0 && msg->node_array[0].node_addr != nullptr)
+    address = msg->node_array[0].node_addr;
+  slurm_free_node_info_msg(msg);
+  if (address.empty()) throw std::runtime_error("node " + name + " has no NodeAddr");
+  return address;
+}
+
+}  // namespace
+
+Allocation load_allocation(std::uint32_t job_id) {
+  job_info_msg_t* msg = nullptr;
+  if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS)
+    fail("cannot load job " + std::to_string(job_id));
+  Allocation allocation;
+  if (msg != nullptr && msg->record_count > 0 && msg->job_array[0].nodes != nullptr)
+    allocation.nodelist = msg->job_array[0].nodes;
+  slurm_free_job_info_msg(msg);
+  if (allocation.nodelist.empty())
+    throw std::runtime_error("job " + std::to_string(job_id) + " has no nodes");
+  allocation.hosts = expand(allocation.nodelist);
+  if (allocation.hosts.empty())
+    throw std::runtime_error("the node list '" + allocation.nodelist + "' is empty");
+  allocation.first_address = node_address(allocation.hosts.front());
+  return allocation;
+}
+
+}  // namespace ar::spank
