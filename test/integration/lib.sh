@@ -40,7 +40,7 @@ _descendants() {
 }
 _watchdog() {
   local self=$BASHPID
-  sleep "${AR_TEST_DEADLINE:-240}" </dev/null >/dev/null 2>&1 &
+  sleep "${AR_TEST_DEADLINE:-240}" >/dev/null 2>&1 &
   # shellcheck disable=SC2064 # the sleep's pid, now
   trap "kill $! 2>/dev/null; exit 0" TERM
   wait $!
