@@ -1,6 +1,5 @@
 #include "autoresume/client.hpp"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -9,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <optional>
 
 namespace ar {
 

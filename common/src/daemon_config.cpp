@@ -28,18 +28,13 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
   if (key == "listen") {
     config.listen = parse_endpoint(key, value);
   } else if (key == "state_dir") {
-    if (value.empty() || value.front() != '/')
-      throw ConfigError("invalid value '" + value + "' for state_dir: expected an absolute path");
-    config.state_dir = value;
+    config.state_dir = parse_absolute_path(key, value);
   } else if (key == "provider") {
     config.provider = parse_provider(value);
   } else if (key == "max_attempts") {
     config.max_attempts = static_cast<unsigned>(parse_uint(key, value, 0, 100));
   } else if (key == "munge_socket") {
-    if (value.empty() || value.front() != '/')
-      throw ConfigError("invalid value '" + value +
-                        "' for munge_socket: expected an absolute path");
-    config.munge_socket = value;
+    config.munge_socket = parse_absolute_path(key, value);
   } else {
     throw ConfigError("unknown key '" + key +
                       "' (known: listen, state_dir, provider, max_attempts, munge_socket)");

@@ -45,6 +45,13 @@ std::uint64_t parse_uint(std::string_view key, std::string_view value, std::uint
   return out;
 }
 
+std::string parse_absolute_path(std::string_view key, std::string_view value) {
+  if (value.empty() || value.front() != '/')
+    throw ConfigError("invalid value " + quoted(value) + " for " + std::string(key) +
+                      ": expected an absolute path");
+  return std::string(value);
+}
+
 std::chrono::milliseconds parse_seconds(std::string_view key, std::string_view value,
                                         std::chrono::milliseconds max) {
   double seconds = 0;

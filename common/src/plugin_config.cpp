@@ -19,10 +19,7 @@ PluginConfig parse_plugin_config(std::span<const std::string> args) {
     } else if (key == "connect_timeout") {
       config.connect_timeout = parse_seconds(key, value, std::chrono::seconds(60));
     } else if (key == "munge_socket") {
-      if (value.empty() || value.front() != '/')
-        throw ConfigError("invalid value '" + value +
-                          "' for munge_socket: expected an absolute path");
-      config.munge_socket = value;
+      config.munge_socket = parse_absolute_path(key, value);
     } else {
       throw ConfigError("unknown plugstack.conf argument '" + key +
                         "' (known: " + std::string(plugin_config_keys()) + ")");

@@ -16,8 +16,10 @@ TEST_CASE("a daemon config file parses with comments, blanks and any key case", 
       "\n"
       "STATE_DIR=/srv/ar\r\n"
       "provider=local\n"
-      "max_attempts=5",
+      "max_attempts=5\n"
+      "munge_socket=/m/munge.sock",
       "f.conf");
+  CHECK(config.munge_socket == "/m/munge.sock");
   CHECK(config.listen == ar::Endpoint{"0.0.0.0", 7000});
   CHECK(config.state_dir == "/srv/ar");
   CHECK(config.provider == ar::ProviderKind::local);
@@ -48,6 +50,8 @@ TEST_CASE("daemon config errors name the file, the line and the value", "[daemon
                     Contains("f.conf:1:") && Contains("'cloud'"));
   CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nstate_dir=rel/dir\n", "f.conf"),
                     Contains("'rel/dir'") && Contains("absolute"));
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nmunge_socket=\n", "f.conf"),
+                    Contains("f.conf:2:") && Contains("munge_socket") && Contains("absolute"));
   CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nPROVIDER=local\n", "f.conf"),
                     Contains("f.conf:2:") && Contains("twice"));
   CHECK_THROWS_WITH(ar::parse_daemon_config("listen 1.2.3.4:5\n", "f.conf"),

@@ -47,3 +47,10 @@ TEST_CASE("trim drops surrounding whitespace only", "[keyvalue]") {
   CHECK(ar::trim(" \t a b \r\n") == "a b");
   CHECK(ar::trim("   ").empty());
 }
+
+TEST_CASE("parse_absolute_path takes only absolute paths", "[keyvalue]") {
+  CHECK(ar::parse_absolute_path("p", "/a/b") == "/a/b");
+  for (const auto* bad : {"", "a/b", "./a", "~/a"})
+    CHECK_THROWS_WITH(ar::parse_absolute_path("p", bad),
+                      Contains(std::string("'") + bad + "'") && Contains("for p"));
+}

@@ -38,4 +38,6 @@ TEST_CASE("bad plugstack arguments are errors naming them", "[plugin_config]") {
   CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"connect_timeout=0"}),
                     Contains("'0'") && Contains("connect_timeout"));
   CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"required"}), Contains("'required'"));
+  CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"munge_socket=run/m"}),
+                    Contains("'run/m'") && Contains("absolute"));
 }

@@ -34,6 +34,9 @@ bool parse_flag(std::string_view key, std::string_view value);
 std::uint64_t parse_uint(std::string_view key, std::string_view value, std::uint64_t min,
                          std::uint64_t max);
 
+// An absolute path ("/..."); anything else is an error naming key and value.
+std::string parse_absolute_path(std::string_view key, std::string_view value);
+
 // A positive duration in seconds, fractions allowed ("2", "0.5"), at most max.
 std::chrono::milliseconds parse_seconds(std::string_view key, std::string_view value,
                                         std::chrono::milliseconds max);
