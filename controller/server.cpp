@@ -37,8 +37,15 @@ asio::awaitable<void> Server::accept_loop() {
     auto socket = co_await acceptor_.async_accept(asio::redirect_error(net::use_awaitable, error));
     if (error == asio::error::operation_aborted) co_return;
     if (error) {
+      // E.g. out of file descriptors: retrying at once would spin.
       log::warn("accept failed: {}", error.message());
+      asio::steady_timer pause(acceptor_.get_executor(), std::chrono::milliseconds(100));
+      co_await pause.async_wait(net::use_awaitable);
       continue;
+    }
+    if (sessions_ >= kMaxSessions) {
+      log::warn("{} connections open: refusing one more", sessions_);
+      continue;  // the socket closes as it goes out of scope
     }
     asio::co_spawn(acceptor_.get_executor(), session(std::move(socket)), asio::detached);
   }
@@ -65,15 +72,26 @@ std::string Server::answer(std::string_view line) {
   }
 }
 
-asio::awaitable<void> Server::session(tcp::socket socket) {
+asio::awaitable<void> Server::session(tcp::socket plain_socket) {
+  ++sessions_;
+  // Shared with the idle timer's handler, which may already be queued when
+  // this coroutine ends: it holds the socket alive, and `done` tells it the
+  // session is over.
+  struct Shared {
+    explicit Shared(tcp::socket s) : socket(std::move(s)) {}
+    tcp::socket socket;
+    bool done = false;
+  };
+  auto shared = std::make_shared<Shared>(std::move(plain_socket));
+  auto& socket = shared->socket;
   asio::steady_timer idle(socket.get_executor());
   // Closes the socket when no request came for kIdleTimeout.
   auto arm = [&] {
     idle.expires_after(kIdleTimeout);
-    idle.async_wait([&socket](const boost::system::error_code& ec) {
-      if (!ec) {
+    idle.async_wait([shared](const boost::system::error_code& ec) {
+      if (!ec && !shared->done) {
         boost::system::error_code ignored;
-        socket.close(ignored);
+        shared->socket.close(ignored);
       }
     });
   };
@@ -104,10 +122,12 @@ asio::awaitable<void> Server::session(tcp::socket socket) {
                                asio::redirect_error(net::use_awaitable, write_error));
     if (write_error || close_after) break;
   }
+  shared->done = true;
   idle.cancel();
   boost::system::error_code ignored;
   socket.shutdown(tcp::socket::shutdown_both, ignored);
   socket.close(ignored);
+  --sessions_;
 }
 
 }  // namespace ar

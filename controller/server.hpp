@@ -17,6 +17,9 @@ namespace ar {
 class Server {
  public:
   static constexpr std::chrono::seconds kIdleTimeout{60};
+  // Connections beyond this are closed at once, so that no one client can
+  // use up the daemon's file descriptors.
+  static constexpr std::size_t kMaxSessions = 1024;
 
   // Binds and listens at once (throws on failure, e.g. the port is taken).
   Server(net::asio::io_context& io, const Endpoint& listen, Service& service,
@@ -35,6 +38,7 @@ class Server {
   net::tcp::acceptor acceptor_;
   Service& service_;
   std::string munge_socket_;
+  std::size_t sessions_ = 0;
 };
 
 }  // namespace ar

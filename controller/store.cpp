@@ -76,7 +76,10 @@ StoredStep read_step(const Statement& s) {
 }  // namespace
 
 Store::Store(const std::filesystem::path& state_dir) {
+  // Steps hold every user's command lines: readable by the controller only.
   std::filesystem::create_directories(state_dir);
+  std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace);
   const auto file = (state_dir / "auto-resume.db").string();
   if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) {
     const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
@@ -145,7 +148,8 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
     exec("COMMIT");
     return Insert::created;
   } catch (...) {
-    exec("ROLLBACK");
+    // SQLite may have rolled back already (e.g. disk full); keep the first error.
+    if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
 }

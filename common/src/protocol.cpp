@@ -23,7 +23,13 @@ Request parse_request(std::string_view line) {
   if (body.is_discarded()) bad("not valid JSON");
   if (!body.is_object()) bad("a request must be a JSON object");
   Request request;
-  if (auto it = body.find("id"); it != body.end()) request.id = *it;
+  if (auto it = body.find("id"); it != body.end()) {
+    // Echoed in the reply: keep it flat and short.
+    const bool flat = it->is_null() || it->is_number() || it->is_boolean() ||
+                      (it->is_string() && it->get_ref<const std::string&>().size() <= 128);
+    if (!flat) bad("field 'id' must be a number or a string of at most 128 bytes");
+    request.id = *it;
+  }
   const auto v = body.find("v");
   if (v == body.end()) bad("missing field 'v' (protocol version)");
   if (!v->is_number_integer()) bad("field 'v' must be an integer");

@@ -51,6 +51,9 @@ TEST_CASE("malformed requests are refused with a reason", "[protocol]") {
   CHECK(error_code(R"({"v":1,"op":"hello"})") == "bad_request");
   CHECK(error_code(R"({"v":1,"op":7,"cred":"c"})") == "bad_request");
   CHECK(error_code(std::string(ar::proto::kMaxMessageBytes + 1, ' ')) == "too_large");
+  CHECK(error_code(R"({"v":1,"id":[[[1]]],"op":"hello","cred":"c"})") == "bad_request");
+  CHECK(error_code(R"({"v":1,"id":")" + std::string(129, 'x') + R"(","op":"hello","cred":"c"})") ==
+        "bad_request");
   CHECK_THROWS_WITH(ar::proto::parse_request(R"({"v":1,"cred":"c"})"), Contains("'op'"));
   CHECK_THROWS_WITH(ar::proto::parse_request(R"({"v":9,"op":"x","cred":"c"})"),
                     Contains("version 9"));

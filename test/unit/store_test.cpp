@@ -34,6 +34,7 @@ TEST_CASE("a registered step survives reopening the store", "[store]") {
     ar::Store store(dir.path);
     CHECK(store.register_step(step(7, "7.0-a", 0), 1000) == ar::Store::Insert::created);
   }
+  CHECK(std::filesystem::status(dir.path).permissions() == std::filesystem::perms::owner_all);
   ar::Store reopened(dir.path);
   const auto found = reopened.find("7.0-a", 0);
   REQUIRE(found);
