@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
       fields["since"] = since;
     }
     const auto reply = ar::call_controller(
-        endpoint, timeout, op, ar::munge_encode_credential(munge_socket), std::move(fields));
+        endpoint, timeout, op,
+        ar::munge_encode_credential(munge_socket, ar::credential_payload(op)), std::move(fields));
     if (!reply.ok) {
       fmt::print(stderr, "auto-resume: the controller refused {}: {}: {}\n", op, reply.code,
                  reply.message);

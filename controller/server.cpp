@@ -60,7 +60,11 @@ std::string Server::answer(std::string_view line) {
   }
   uid_t caller = 0;
   try {
-    caller = munge_decode_credential(request.cred, munge_socket_).uid;
+    const auto identity = munge_decode_credential(request.cred, munge_socket_);
+    if (identity.payload != credential_payload(request.op))
+      return proto::error_reply(request.id, code::kUnauthenticated,
+                                "the credential was not made for op '" + request.op + "'");
+    caller = identity.uid;
   } catch (const MungeError& e) {
     return proto::error_reply(request.id, code::kUnauthenticated, e.what());
   }

@@ -81,7 +81,7 @@ std::string new_run_id(std::uint32_t job_id, std::uint32_t step_id) {
 std::optional<std::string> register_step(const PluginConfig& config,
                                          const proto::StepRegistration& step) {
   try {
-    const auto cred = munge_encode_credential(config.munge_socket);
+    const auto cred = munge_encode_credential(config.munge_socket, credential_payload("register"));
     const auto reply = call_controller(config.controller, config.connect_timeout, "register", cred,
                                        step.to_json());
     if (reply.ok) return std::nullopt;

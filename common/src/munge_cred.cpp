@@ -25,10 +25,14 @@ Context make_context(const std::string& socket) {
 
 }  // namespace
 
-std::string munge_encode_credential(const std::string& socket) {
+std::string credential_payload(const std::string& op) { return "slurm-auto-resume/1 " + op; }
+
+std::string munge_encode_credential(const std::string& socket, const std::string& payload) {
   auto ctx = make_context(socket);
   char* cred = nullptr;
-  if (const auto rc = munge_encode(&cred, ctx.get(), nullptr, 0); rc != EMUNGE_SUCCESS)
+  if (const auto rc =
+          munge_encode(&cred, ctx.get(), payload.data(), static_cast<int>(payload.size()));
+      rc != EMUNGE_SUCCESS)
     throw MungeError(std::string("munge_encode failed: ") + munge_strerror(rc));
   std::unique_ptr<char, decltype(&std::free)> owned(cred, &std::free);
   return std::string(cred);
@@ -41,6 +45,8 @@ MungeIdentity munge_decode_credential(const std::string& cred, const std::string
   MungeIdentity identity;
   const auto rc =
       munge_decode(cred.c_str(), ctx.get(), &payload, &length, &identity.uid, &identity.gid);
+  if (payload != nullptr && length > 0)
+    identity.payload.assign(static_cast<const char*>(payload), static_cast<std::size_t>(length));
   std::free(payload);
   if (rc != EMUNGE_SUCCESS)
     throw MungeError(std::string("invalid credential: ") + munge_strerror(rc));

@@ -47,15 +47,21 @@ b_view=$(as_b "$AR_CLI" status --json | python3 -c "import json,sys; print(len(j
 assert_eq "$b_view" 0 "the number of steps user B sees"
 root_view=$("$AR_CLI" status --json | python3 -c "import json,sys; print(sorted(s['job_id'] for s in json.load(sys.stdin)['steps']))")
 assert_eq "$root_view" "[$job, $a_job]" "the jobs root sees"
-b_cred=$(as_b munge -n -S "$AUTO_RESUME_MUNGE_SOCKET")
+cred_for() { munge -s "slurm-auto-resume/1 $1" -S "$AUTO_RESUME_MUNGE_SOCKET"; }  # OP
+b_cred=$(as_b munge -s "slurm-auto-resume/1 register" -S "$AUTO_RESUME_MUNGE_SOCKET")
 wire "$(register_body "$a_job" "$b_cred")" >b_register.out
 assert_contains b_register.out '"code":"forbidden"' "user B registering user A's job"
 assert_contains b_register.out "belongs to uid $(id -u nobody)" "user B registering user A's job"
 
-# Credentials: none valid, or one used twice, is refused.
+# Credentials: none valid, one used twice, one made for another operation or
+# for another service (no payload) is refused.
 wire '{"v":1,"id":2,"op":"hello","cred":"garbage"}' >bad_cred.out
 assert_contains bad_cred.out '"code":"unauthenticated"' "a garbage credential"
-cred=$(munge -n -S "$AUTO_RESUME_MUNGE_SOCKET")
+wire "{\"v\":1,\"op\":\"status\",\"cred\":\"$(cred_for hello)\"}" >other_op.out
+assert_contains other_op.out "not made for op 'status'" "a hello credential used for status"
+wire "{\"v\":1,\"op\":\"hello\",\"cred\":\"$(munge -n -S "$AUTO_RESUME_MUNGE_SOCKET")\"}" >no_payload.out
+assert_contains no_payload.out '"code":"unauthenticated"' "a credential without payload"
+cred=$(cred_for hello)
 wire "{\"v\":1,\"op\":\"hello\",\"cred\":\"$cred\"}" "{\"v\":1,\"op\":\"hello\",\"cred\":\"$cred\"}" >replay.out
 assert_eq "$(sed -n 1p replay.out | json_field "['ok']")" True "a fresh credential"
 assert_contains <(sed -n 2p replay.out) '"code":"unauthenticated"' "a replayed credential"

@@ -5,7 +5,7 @@ wire.py PORT MESSAGE...: one connection to 127.0.0.1:PORT; each MESSAGE is
 sent as one line and the reply line is printed ("<closed>" if the controller
 closed the connection instead). A MESSAGE "@big:N" is N bytes of 'x'; a
 MESSAGE "@cred" is replaced by a hello request with a fresh munge credential
-(from `munge -n -S $AUTO_RESUME_MUNGE_SOCKET`).
+(from `munge -S $AUTO_RESUME_MUNGE_SOCKET`, carrying the hello payload).
 """
 import json
 import os
@@ -15,7 +15,8 @@ import sys
 
 
 def credential():
-    return subprocess.run(["munge", "-n", "-S", os.environ["AUTO_RESUME_MUNGE_SOCKET"]],
+    return subprocess.run(["munge", "-s", "slurm-auto-resume/1 hello",
+                           "-S", os.environ["AUTO_RESUME_MUNGE_SOCKET"]],
                           check=True, capture_output=True, text=True).stdout.strip()
 
 

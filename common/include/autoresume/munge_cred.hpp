@@ -17,11 +17,18 @@ class MungeError : public std::runtime_error {
 struct MungeIdentity {
   uid_t uid = 0;
   gid_t gid = 0;
+  std::string payload;
 };
 
-// A fresh credential for the calling process, from the munged listening on
-// `socket` (empty: munge's default socket). Throws MungeError.
-std::string munge_encode_credential(const std::string& socket);
+// What a credential for operation `op` carries as its payload: it binds the
+// credential to this service and to that operation, so that one made for
+// another munge-authenticated service, or for another operation, is refused.
+std::string credential_payload(const std::string& op);
+
+// A fresh credential for the calling process, carrying `payload`, from the
+// munged listening on `socket` (empty: munge's default socket). Throws
+// MungeError.
+std::string munge_encode_credential(const std::string& socket, const std::string& payload);
 
 // Decodes `cred` with the munged on `socket`; a credential decodes once only
 // (munge refuses a replay). Throws MungeError saying why it is not valid.
