@@ -15,6 +15,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What the helpers below say at the deadline; call_controller adds the timeout.
+constexpr std::string_view kTimedOut = "timed out";
+
 struct AddrInfoDeleter {
   void operator()(addrinfo* info) const { freeaddrinfo(info); }
 };
@@ -70,7 +73,7 @@ Fd try_connect(const addrinfo& addr, Clock::time_point deadline, std::string& er
     return Fd();
   }
   if (!wait_for(sock.get(), POLLOUT, deadline)) {
-    error = "timed out";
+    error = kTimedOut;
     return Fd();
   }
   int err = 0;
@@ -105,7 +108,7 @@ void send_all(int fd, std::string_view data, Clock::time_point deadline) {
     if (n >= 0) {
       data.remove_prefix(static_cast<std::size_t>(n));
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait_for(fd, POLLOUT, deadline)) throw ClientError("timed out");
+      if (!wait_for(fd, POLLOUT, deadline)) throw ClientError(std::string(kTimedOut));
     } else if (errno != EINTR) {
       throw ClientError(std::string("send failed: ") + std::strerror(errno));
     }
@@ -116,7 +119,7 @@ std::string receive_line(int fd, Clock::time_point deadline) {
   std::string line;
   char buffer[4096];
   for (;;) {
-    if (!wait_for(fd, POLLIN, deadline)) throw ClientError("timed out");
+    if (!wait_for(fd, POLLIN, deadline)) throw ClientError(std::string(kTimedOut));
     const auto n = recv(fd, buffer, sizeof buffer, 0);
     if (n == 0) throw ClientError("the controller closed the connection without a reply");
     if (n < 0) {
@@ -152,7 +155,7 @@ Reply call_controller(const Endpoint& endpoint, std::chrono::milliseconds timeou
     }
     return out;
   } catch (const ClientError& e) {
-    if (std::string_view(e.what()) == "timed out")
+    if (e.what() == kTimedOut)
       throw ClientError("timed out after " + std::to_string(timeout.count()) + " ms");
     throw;
   } catch (const proto::json::exception& e) {

@@ -11,6 +11,10 @@ controller_up
 cd "$WORK" || exit
 wire() { python3 "$AR_SOURCE_DIR/test/integration/wire.py" "$CONTROLLER_PORT" "$@"; }
 json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+# step_values KEY: the sorted KEY of every step in a `status --json` on stdin.
+step_values() {
+  python3 -c "import json,sys; print(sorted(s['$1'] for s in json.load(sys.stdin)['steps']))"
+}
 register_body() {  # JOB_ID CRED -> a register request line
   printf '{"v":1,"id":1,"op":"register","cred":"%s","job_id":%s,"step_id":0,"run_id":"r-%s","attempt":0,"argv":["srun","x"],"cwd":"/","nodelist":"node1"}' "$2" "$1" "$1"
 }
@@ -41,11 +45,11 @@ as_a() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 as_b() { setpriv --reuid=4242 --regid=4242 --clear-groups "$@"; }
 a_job=$(cd shared && as_a sbatch --parsable -N1 -o a.log --wrap 'srun --auto-resume=1 true')
 wait_until 30 "user A's job to finish" queue_empty
-a_view=$(as_a "$AR_CLI" status --json | python3 -c "import json,sys; print(sorted(s['job_id'] for s in json.load(sys.stdin)['steps']))")
+a_view=$(as_a "$AR_CLI" status --json | step_values job_id)
 assert_eq "$a_view" "[$a_job]" "the jobs user A sees"
-b_view=$(as_b "$AR_CLI" status --json | python3 -c "import json,sys; print(len(json.load(sys.stdin)['steps']))")
+b_view=$(as_b "$AR_CLI" status --json | json_field "['steps'].__len__()")
 assert_eq "$b_view" 0 "the number of steps user B sees"
-root_view=$("$AR_CLI" status --json | python3 -c "import json,sys; print(sorted(s['job_id'] for s in json.load(sys.stdin)['steps']))")
+root_view=$("$AR_CLI" status --json | step_values job_id)
 assert_eq "$root_view" "[$job, $a_job]" "the jobs root sees"
 cred_for() { munge -s "slurm-auto-resume/1 $1" -S "$AUTO_RESUME_MUNGE_SOCKET"; }  # OP
 b_cred=$(as_b munge -s "slurm-auto-resume/1 register" -S "$AUTO_RESUME_MUNGE_SOCKET")
@@ -89,7 +93,7 @@ read -r -u 3 line
 "$AR_CLI" hello >/dev/null || fail "the controller stopped answering after bad input"
 
 # SIGKILL, then start again: every registration is still there.
-run_ids() { "$AR_CLI" status --json | python3 -c "import json,sys; print(sorted(s['run_id'] for s in json.load(sys.stdin)['steps']))"; }
+run_ids() { "$AR_CLI" status --json | step_values run_id; }
 before=$(run_ids)
 kill -KILL "$CONTROLLER_PID"
 wait "$CONTROLLER_PID" 2>/dev/null || true

@@ -43,7 +43,7 @@ class ProtocolError : public std::runtime_error {
 };
 
 struct Request {
-  json id;           // echoed in the reply; any JSON value the client chose
+  json id;           // echoed in the reply: null, a number, or a short string
   std::string op;    // what to do
   std::string cred;  // a munge credential, decoded by the server
   json body;         // the whole object, for the operation's own fields
