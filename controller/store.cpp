@@ -1,6 +1,9 @@
 #include "store.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <type_traits>
+#include <utility>
 #include <stdexcept>
 
 namespace ar {
@@ -56,7 +59,10 @@ class Statement {
 };
 
 constexpr const char* kStepColumns =
-    "run_id, attempt, job_id, step_id, uid, argv, cwd, nodelist, state, created_at";
+    "run_id, attempt, job_id, step_id, uid, argv, cwd, nodelist, state, created_at, ended_at,"
+    " verdict, message, phase, repair";
+// PRAGMA user_version of the current schema.
+constexpr int kSchemaVersion = 2;
 
 StoredStep read_step(const Statement& s) {
   StoredStep out;
@@ -70,6 +76,11 @@ StoredStep read_step(const Statement& s) {
   out.step.nodelist = s.text(7);
   out.state = s.text(8);
   out.created_at = s.integer(9);
+  out.ended_at = s.integer(10);
+  out.verdict = s.text(11);
+  out.message = s.text(12);
+  out.phase = s.text(13);
+  out.repair = proto::json::parse(s.text(14));
   return out;
 }
 
@@ -95,10 +106,69 @@ Store::Store(const std::filesystem::path& state_dir) {
       " step_id INTEGER NOT NULL, uid INTEGER NOT NULL, argv TEXT NOT NULL,"
       " cwd TEXT NOT NULL, nodelist TEXT NOT NULL, state TEXT NOT NULL,"
       " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+      " ended_at INTEGER NOT NULL DEFAULT 0, verdict TEXT NOT NULL DEFAULT '',"
+      " message TEXT NOT NULL DEFAULT '', phase TEXT NOT NULL DEFAULT '',"
+      " repair TEXT NOT NULL DEFAULT '{}',"
       " PRIMARY KEY (run_id, attempt));"
       "CREATE TABLE IF NOT EXISTS events ("
       " id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, job_id INTEGER NOT NULL,"
       " run_id TEXT NOT NULL, uid INTEGER NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);");
+  migrate();
+}
+
+void Store::migrate() {
+  Statement version(db_, "PRAGMA user_version");
+  version.step();
+  const auto current = version.integer(0);
+  if (current > kSchemaVersion)
+    throw std::runtime_error("the state database was written by a newer auto-resumed (schema " +
+                             std::to_string(current) + ", this one knows " +
+                             std::to_string(kSchemaVersion) + ")");
+  if (current == kSchemaVersion) return;
+  // Schema 1 (and a new file) may lack the resume columns.
+  std::vector<std::string> columns;
+  Statement info(db_, "PRAGMA table_info(steps)");
+  while (info.step()) columns.push_back(info.text(1));
+  const std::pair<const char*, const char*> added[] = {
+      {"ended_at", "INTEGER NOT NULL DEFAULT 0"}, {"verdict", "TEXT NOT NULL DEFAULT ''"},
+      {"message", "TEXT NOT NULL DEFAULT ''"},    {"phase", "TEXT NOT NULL DEFAULT ''"},
+      {"repair", "TEXT NOT NULL DEFAULT '{}'"}};
+  for (const auto& [name, type] : added)
+    if (std::find(columns.begin(), columns.end(), name) == columns.end())
+      exec(("ALTER TABLE steps ADD COLUMN " + std::string(name) + " " + type).c_str());
+  exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+}
+
+template <typename Body>
+auto Store::transaction(Body&& body) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    if constexpr (std::is_void_v<decltype(body())>) {
+      body();
+      exec("COMMIT");
+    } else {
+      auto result = body();
+      exec("COMMIT");
+      return result;
+    }
+  } catch (...) {
+    // SQLite may have rolled back already (e.g. disk full); keep the first error.
+    if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpec& event) {
+  Statement insert(db_,
+                   "INSERT INTO events (at, job_id, run_id, uid, kind, detail)"
+                   " VALUES (?, ?, ?, ?, ?, ?)");
+  insert.bind(1, at)
+      .bind(2, step.step.job_id)
+      .bind(3, step.step.run_id)
+      .bind(4, static_cast<std::int64_t>(step.uid))
+      .bind(5, event.kind)
+      .bind(6, event.detail);
+  insert.step();
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -113,12 +183,9 @@ void Store::exec(const char* sql) {
 }
 
 Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t uid) {
-  exec("BEGIN IMMEDIATE");
-  try {
-    if (find(step.run_id, step.attempt)) {
-      exec("ROLLBACK");
-      return Insert::duplicate;
-    }
+  std::lock_guard lock(mutex_);
+  return transaction([&] {
+    if (find_locked(step.run_id, step.attempt)) return Insert::duplicate;
     const auto now = now_seconds();
     Statement insert(db_,
                      "INSERT INTO steps (run_id, attempt, job_id, step_id, uid, argv, cwd,"
@@ -135,26 +202,52 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
         .bind(9, now)
         .bind(10, now);
     insert.step();
-    Statement event(db_,
-                    "INSERT INTO events (at, job_id, run_id, uid, kind, detail)"
-                    " VALUES (?, ?, ?, ?, 'registered', ?)");
-    event.bind(1, now)
-        .bind(2, step.job_id)
-        .bind(3, step.run_id)
-        .bind(4, static_cast<std::int64_t>(uid))
-        .bind(5, "step " + std::to_string(step.job_id) + "." + std::to_string(step.step_id) +
-                     " attempt " + std::to_string(step.attempt) + " on " + step.nodelist);
-    event.step();
-    exec("COMMIT");
+    StoredStep stored;
+    stored.step = step;
+    stored.uid = uid;
+    insert_event(now, stored,
+                 {"registered", "step " + std::to_string(step.job_id) + "." +
+                                    std::to_string(step.step_id) + " attempt " +
+                                    std::to_string(step.attempt) + " on " + step.nodelist});
     return Insert::created;
-  } catch (...) {
-    // SQLite may have rolled back already (e.g. disk full); keep the first error.
-    if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  });
+}
+
+void Store::save(const StoredStep& step, const std::optional<EventSpec>& event) {
+  std::lock_guard lock(mutex_);
+  transaction([&] {
+    const auto now = now_seconds();
+    Statement update(db_,
+                     "UPDATE steps SET state = ?, verdict = ?, message = ?, phase = ?, repair = ?,"
+                     " ended_at = ?, updated_at = ? WHERE run_id = ? AND attempt = ?");
+    update.bind(1, step.state)
+        .bind(2, step.verdict)
+        .bind(3, step.message)
+        .bind(4, step.phase)
+        .bind(5, step.repair.dump())
+        .bind(6, step.ended_at)
+        .bind(7, now)
+        .bind(8, step.step.run_id)
+        .bind(9, step.step.attempt);
+    update.step();
+    if (sqlite3_changes(db_) != 1)
+      throw std::runtime_error("no step " + step.step.run_id + " attempt " +
+                               std::to_string(step.step.attempt) + " to update");
+    if (event) insert_event(now, step, *event);
+  });
+}
+
+void Store::add_event(const StoredStep& step, const EventSpec& event) {
+  std::lock_guard lock(mutex_);
+  transaction([&] { insert_event(now_seconds(), step, event); });
 }
 
 std::optional<StoredStep> Store::find(const std::string& run_id, std::uint32_t attempt) {
+  std::lock_guard lock(mutex_);
+  return find_locked(run_id, attempt);
+}
+
+std::optional<StoredStep> Store::find_locked(const std::string& run_id, std::uint32_t attempt) {
   Statement s(
       db_, (std::string("SELECT ") + kStepColumns + " FROM steps WHERE run_id = ? AND attempt = ?")
                .c_str());
@@ -163,7 +256,29 @@ std::optional<StoredStep> Store::find(const std::string& run_id, std::uint32_t a
   return read_step(s);
 }
 
+std::vector<StoredStep> Store::active_steps() {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, (std::string("SELECT ") + kStepColumns +
+                    " FROM steps WHERE state != 'decided' ORDER BY created_at, rowid")
+                       .c_str());
+  std::vector<StoredStep> out;
+  while (s.step()) out.push_back(read_step(s));
+  return out;
+}
+
+std::vector<StoredStep> Store::job_steps(std::uint32_t job_id) {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, (std::string("SELECT ") + kStepColumns +
+                    " FROM steps WHERE job_id = ? ORDER BY created_at, rowid")
+                       .c_str());
+  s.bind(1, job_id);
+  std::vector<StoredStep> out;
+  while (s.step()) out.push_back(read_step(s));
+  return out;
+}
+
 std::optional<uid_t> Store::run_owner(const std::string& run_id) {
+  std::lock_guard lock(mutex_);
   Statement s(db_, "SELECT uid FROM steps WHERE run_id = ? ORDER BY attempt LIMIT 1");
   s.bind(1, run_id);
   if (!s.step()) return std::nullopt;
@@ -171,6 +286,7 @@ std::optional<uid_t> Store::run_owner(const std::string& run_id) {
 }
 
 std::vector<StoredStep> Store::steps(std::optional<uid_t> uid) {
+  std::lock_guard lock(mutex_);
   Statement s(db_, (std::string("SELECT ") + kStepColumns +
                     " FROM steps WHERE ?1 < 0 OR uid = ?1 ORDER BY created_at DESC, rowid DESC")
                        .c_str());
@@ -181,6 +297,7 @@ std::vector<StoredStep> Store::steps(std::optional<uid_t> uid) {
 }
 
 std::vector<Event> Store::events(std::optional<uid_t> uid, std::int64_t since) {
+  std::lock_guard lock(mutex_);
   Statement s(db_,
               "SELECT id, at, job_id, run_id, kind, detail FROM events"
               " WHERE (?1 < 0 OR uid = ?1) AND at >= ?2 ORDER BY id");

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,11 +17,33 @@
 
 namespace ar {
 
+// Where a protected step stands. A step is `registered` while it runs,
+// `ended` once its srun reported the end and waits for a verdict,
+// `repairing` while a node fault is handled, and `decided` once `verdict`
+// holds the answer.
+namespace step_state {
+inline constexpr const char* kRegistered = "registered";
+inline constexpr const char* kEnded = "ended";
+inline constexpr const char* kRepairing = "repairing";
+inline constexpr const char* kDecided = "decided";
+}  // namespace step_state
+
 struct StoredStep {
   proto::StepRegistration step;
   uid_t uid = 0;
   std::string state;
   std::int64_t created_at = 0;  // unix seconds
+  std::int64_t ended_at = 0;    // when srun reported the end; 0 while it runs
+  std::string verdict;          // set once decided
+  std::string message;          // the verdict's explanation, for srun's stderr
+  std::string phase;            // how far a repair got (resumed after a restart)
+  proto::json repair = proto::json::object();  // the repair's facts (failed nodes, helper job...)
+};
+
+// An event to record with a state change.
+struct EventSpec {
+  std::string kind;
+  std::string detail;
 };
 
 struct Event {
@@ -47,6 +70,15 @@ class Store {
   Insert register_step(const proto::StepRegistration& step, uid_t uid);
 
   std::optional<StoredStep> find(const std::string& run_id, std::uint32_t attempt);
+  // Steps not yet decided, oldest first.
+  std::vector<StoredStep> active_steps();
+  // Every step of a job, oldest first.
+  std::vector<StoredStep> job_steps(std::uint32_t job_id);
+  // Writes the step's state, verdict, message, phase, repair and ended_at,
+  // with `event` if given, in one transaction.
+  void save(const StoredStep& step, const std::optional<EventSpec>& event);
+  // Records an event of a step.
+  void add_event(const StoredStep& step, const EventSpec& event);
   // The uid that registered run_id first, if any.
   std::optional<uid_t> run_owner(const std::string& run_id);
   // Steps, newest first; only those of `uid` unless it is nullopt.
@@ -55,7 +87,14 @@ class Store {
 
  private:
   sqlite3* db_ = nullptr;
+  // One connection, used by the server's workers and the resume engine.
+  std::mutex mutex_;
   void exec(const char* sql);
+  void migrate();
+  std::optional<StoredStep> find_locked(const std::string& run_id, std::uint32_t attempt);
+  void insert_event(std::int64_t at, const StoredStep& step, const EventSpec& event);
+  template <typename Body>
+  auto transaction(Body&& body);
 };
 
 }  // namespace ar

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -24,6 +25,29 @@ ProviderKind parse_provider(std::string_view value) {
   throw ConfigError("unknown provider '" + std::string(value) + "' (available: local)");
 }
 
+constexpr std::string_view kKnownKeys =
+    "listen, state_dir, provider, max_attempts, munge_socket, backoff, probe_interval, "
+    "probe_failures, end_window, repair_timeout, min_time_left, local_restart_command";
+
+// A command line split on blanks; the program is an absolute path and some
+// argument names the node with "{node}".
+std::vector<std::string> parse_command(const std::string& key, std::string_view value) {
+  std::vector<std::string> words;
+  std::size_t start = 0;
+  while (start < value.size()) {
+    const auto end = std::min(value.find_first_of(" \t", start), value.size());
+    if (end > start) words.emplace_back(value.substr(start, end - start));
+    start = end + 1;
+  }
+  if (words.empty()) throw ConfigError(key + " is empty");
+  parse_absolute_path(key, words.front());
+  if (std::ranges::none_of(words, [](const std::string& w) {
+        return w.find("{node}") != std::string::npos;
+      }))
+    throw ConfigError(key + " '" + std::string(value) + "' does not name the node ({node})");
+  return words;
+}
+
 void apply(DaemonConfig& config, const std::string& key, const std::string& value) {
   if (key == "listen") {
     config.listen = parse_endpoint(key, value);
@@ -35,9 +59,24 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
     config.max_attempts = static_cast<unsigned>(parse_uint(key, value, 0, 100));
   } else if (key == "munge_socket") {
     config.munge_socket = parse_absolute_path(key, value);
+  } else if (key == "backoff") {
+    config.backoff = value == "0" ? std::chrono::milliseconds{0}
+                                  : parse_seconds(key, value, DaemonConfig::kMaxBackoff);
+  } else if (key == "probe_interval") {
+    config.probe_interval = parse_seconds(key, value, std::chrono::seconds{60});
+  } else if (key == "probe_failures") {
+    config.probe_failures = static_cast<unsigned>(parse_uint(key, value, 0, 100));
+  } else if (key == "end_window") {
+    config.end_window = parse_seconds(key, value, std::chrono::seconds{600});
+  } else if (key == "repair_timeout") {
+    config.repair_timeout = parse_seconds(key, value, std::chrono::hours{24});
+  } else if (key == "min_time_left") {
+    config.min_time_left = value == "0" ? std::chrono::milliseconds{0}
+                                        : parse_seconds(key, value, std::chrono::hours{24 * 365});
+  } else if (key == "local_restart_command") {
+    config.local_restart_command = parse_command(key, value);
   } else {
-    throw ConfigError("unknown key '" + key +
-                      "' (known: listen, state_dir, provider, max_attempts, munge_socket)");
+    throw ConfigError("unknown key '" + key + "' (known: " + std::string(kKnownKeys) + ")");
   }
 }
 
@@ -87,13 +126,40 @@ DaemonConfig load_daemon_config(const std::filesystem::path& file) {
   return parse_daemon_config(text.str(), file.string());
 }
 
+namespace {
+// "1.5" for 1500 ms, "3" for 3000 ms: what parse_seconds reads back.
+std::string seconds_text(std::chrono::milliseconds ms) {
+  const auto whole = ms.count() / 1000;
+  const auto frac = ms.count() % 1000;
+  if (frac == 0) return std::to_string(whole);
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%lld.%03lld", static_cast<long long>(whole),
+                static_cast<long long>(frac));
+  std::string text(buffer);
+  while (text.back() == '0') text.pop_back();
+  return text;
+}
+}  // namespace
+
 std::string render(const DaemonConfig& config) {
   std::ostringstream out;
   out << "listen=" << config.listen.str() << "\n"
       << "state_dir=" << config.state_dir.string() << "\n"
       << "provider=" << to_string(config.provider) << "\n"
-      << "max_attempts=" << config.max_attempts << "\n";
+      << "max_attempts=" << config.max_attempts << "\n"
+      << "backoff=" << seconds_text(config.backoff) << "\n"
+      << "probe_interval=" << seconds_text(config.probe_interval) << "\n"
+      << "probe_failures=" << config.probe_failures << "\n"
+      << "end_window=" << seconds_text(config.end_window) << "\n"
+      << "repair_timeout=" << seconds_text(config.repair_timeout) << "\n"
+      << "min_time_left=" << seconds_text(config.min_time_left) << "\n";
   if (!config.munge_socket.empty()) out << "munge_socket=" << config.munge_socket << "\n";
+  if (!config.local_restart_command.empty()) {
+    out << "local_restart_command=";
+    for (std::size_t i = 0; i < config.local_restart_command.size(); ++i)
+      out << (i ? " " : "") << config.local_restart_command[i];
+    out << "\n";
+  }
   return out.str();
 }
 

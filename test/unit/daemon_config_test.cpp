@@ -72,3 +72,49 @@ TEST_CASE("load_daemon_config reads a file and names a missing one", "[daemon_co
   std::filesystem::remove_all(dir);
   CHECK_THROWS_WITH(ar::load_daemon_config(file), Contains(file.string()));
 }
+
+TEST_CASE("resume settings parse, with their defaults and limits", "[daemon_config]") {
+  using namespace std::chrono_literals;
+  const auto defaults = ar::parse_daemon_config("provider=local\n", "f");
+  CHECK(defaults.backoff == 10s);
+  CHECK(defaults.probe_interval == 1s);
+  CHECK(defaults.probe_failures == 3);
+  CHECK(defaults.end_window == 3s);
+  CHECK(defaults.repair_timeout == 300s);
+  CHECK(defaults.min_time_left == 120s);
+  CHECK(defaults.local_restart_command.empty());
+
+  const auto config = ar::parse_daemon_config(
+      "provider=local\nbackoff=0\nprobe_interval=0.25\nprobe_failures=0\nend_window=1.5\n"
+      "repair_timeout=60\nmin_time_left=0\n"
+      "local_restart_command=/opt/cluster restart-node  /tmp/c {node} --wait\n",
+      "f");
+  CHECK(config.backoff == 0ms);
+  CHECK(config.probe_interval == 250ms);
+  CHECK(config.probe_failures == 0);
+  CHECK(config.end_window == 1500ms);
+  CHECK(config.repair_timeout == 60s);
+  CHECK(config.min_time_left == 0ms);
+  CHECK(config.local_restart_command ==
+        std::vector<std::string>{"/opt/cluster", "restart-node", "/tmp/c", "{node}", "--wait"});
+
+  const auto again = ar::parse_daemon_config(ar::render(config), "r");
+  CHECK(again.probe_interval == config.probe_interval);
+  CHECK(again.end_window == config.end_window);
+  CHECK(again.local_restart_command == config.local_restart_command);
+}
+
+TEST_CASE("bad resume settings name the line and the value", "[daemon_config]") {
+  auto fails = [](const char* line, const char* expected) {
+    const std::string text = std::string("provider=local\n") + line + "\n";
+    CHECK_THROWS_WITH(ar::parse_daemon_config(text, "f.conf"), Contains(expected));
+  };
+  fails("probe_interval=0", "f.conf:2: invalid value '0' for probe_interval");
+  fails("backoff=-1", "invalid value '-1' for backoff");
+  fails("probe_failures=101", "probe_failures");
+  fails("repair_timeout=soon", "invalid value 'soon' for repair_timeout");
+  fails("local_restart_command=restart {node}", "local_restart_command");
+  fails("local_restart_command=/bin/restart node1", "does not name the node ({node})");
+  fails("local_restart_command=", "f.conf:2");
+  fails("probe_interval=1\nprobe_interval=2", "f.conf:3: key 'probe_interval' is set twice");
+}

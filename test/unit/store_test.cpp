@@ -72,3 +72,62 @@ TEST_CASE("steps and events are filtered by owner", "[store]") {
   CHECK(store.events(2000u, 0).size() == 1);
   CHECK(store.events(std::nullopt, 4'000'000'000LL).empty());
 }
+
+TEST_CASE("a step's resume state is saved with its event and survives reopening", "[store]") {
+  TempDir dir;
+  {
+    ar::Store store(dir.path);
+    store.register_step(step(5, "5.0-a", 0), 1000);
+    store.register_step(step(6, "6.0-b", 0), 1000);
+    auto s = store.find("5.0-a", 0).value();
+    s.state = ar::step_state::kRepairing;
+    s.phase = "node_out";
+    s.ended_at = 42;
+    s.repair["failed"] = {{{"node", "node3"}, {"instance", 17}}};
+    store.save(s, ar::EventSpec{"node_out", "node3 set FAIL"});
+    auto other = store.find("6.0-b", 0).value();
+    other.state = ar::step_state::kDecided;
+    other.verdict = "no_fault";
+    other.message = "no node at fault";
+    store.save(other, std::nullopt);
+    auto ghost = other;
+    ghost.step.run_id = "none";
+    CHECK_THROWS_WITH(store.save(ghost, std::nullopt), "no step none attempt 0 to update");
+  }
+  ar::Store store(dir.path);
+  const auto active = store.active_steps();
+  REQUIRE(active.size() == 1);
+  CHECK(active[0].step.run_id == "5.0-a");
+  CHECK(active[0].phase == "node_out");
+  CHECK(active[0].ended_at == 42);
+  CHECK(active[0].repair["failed"][0]["node"] == "node3");
+  CHECK(store.find("6.0-b", 0)->verdict == "no_fault");
+  CHECK(store.job_steps(6).size() == 1);
+  const auto events = store.events(std::nullopt, 0);
+  REQUIRE(events.size() == 3);
+  CHECK(events[2].kind == "node_out");
+  CHECK(events[2].detail == "node3 set FAIL");
+}
+
+TEST_CASE("a database of the first schema gains the resume columns", "[store]") {
+  TempDir dir;
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((dir.path / "auto-resume.db").c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db,
+                         "CREATE TABLE steps (run_id TEXT NOT NULL, attempt INTEGER NOT NULL,"
+                         " job_id INTEGER NOT NULL, step_id INTEGER NOT NULL, uid INTEGER NOT NULL,"
+                         " argv TEXT NOT NULL, cwd TEXT NOT NULL, nodelist TEXT NOT NULL,"
+                         " state TEXT NOT NULL, created_at INTEGER NOT NULL,"
+                         " updated_at INTEGER NOT NULL, PRIMARY KEY (run_id, attempt));"
+                         "INSERT INTO steps VALUES ('1.0-a', 0, 1, 0, 0, '[\"srun\"]', '/', 'n1',"
+                         " 'registered', 1, 1);",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  ar::Store store(dir.path);
+  const auto old = store.find("1.0-a", 0);
+  REQUIRE(old);
+  CHECK(old->verdict.empty());
+  CHECK(old->repair == ar::proto::json::object());
+}

@@ -2,9 +2,11 @@
 // The controller's configuration file, in Slurm's `Key=Value` style: one
 // setting per line, `#` starts a comment, keys are case-insensitive.
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "autoresume/endpoint.hpp"
 
@@ -20,9 +22,33 @@ struct DaemonConfig {
   Endpoint listen{"127.0.0.1", kDefaultPort};
   std::filesystem::path state_dir = "/var/lib/auto-resume";
   ProviderKind provider = ProviderKind::local;  // must be named in the file
+  // Relaunches of one run before the controller gives up.
   unsigned max_attempts = 3;
   // munged's socket for decoding credentials; empty: munge's default.
   std::string munge_socket;
+
+  // The wait before the second relaunch of a run; it doubles for each
+  // further one, up to kMaxBackoff. The first relaunch does not wait.
+  std::chrono::milliseconds backoff{10'000};
+  static constexpr std::chrono::seconds kMaxBackoff{600};
+  // How often the slurmd of each node under a running protected step is
+  // probed, and how many probes in a row must go unanswered (0: no probes)
+  // before the node counts as failed, ahead of Slurm's SlurmdTimeout.
+  std::chrono::milliseconds probe_interval{1'000};
+  unsigned probe_failures = 3;
+  // After a step ends on its own, how long to look for a node at fault
+  // before answering no_fault (a node's failure can end the step before
+  // Slurm or a probe has seen it).
+  std::chrono::milliseconds end_window{3'000};
+  // The longest a repair (node out, replacement, expansion) may take before
+  // the step gets give_up.
+  std::chrono::milliseconds repair_timeout{300'000};
+  // A relaunch needs at least this much of the job's time limit left.
+  std::chrono::milliseconds min_time_left{120'000};
+  // provider=local: the command that starts a node's slurmd again, split on
+  // blanks, "{node}" replaced by the node's name. Unset: only idle nodes of
+  // the job's partition replace failed ones.
+  std::vector<std::string> local_restart_command;
 };
 
 // Parses the text of a configuration file; `origin` (the file's name) starts

@@ -1,0 +1,76 @@
+#pragma once
+// The resume policy, free of Slurm: verdicts and their exit statuses, when a
+// node counts as failed for a protected step, the backoff between relaunches,
+// and what a relaunched srun is handed.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ar {
+
+// What the controller tells a protected srun whose step is in trouble or over.
+enum class Verdict {
+  none,       // nothing wrong seen: keep running (asked while the step runs)
+  wait,       // deciding or repairing: ask again
+  relaunch,   // the allocation is repaired: run the step again
+  requeued,   // the job was requeued: it restarts from its batch script
+  give_up,    // no relaunch (the message says why)
+  cancelled,  // the user or an admin stopped the job or the step
+  no_fault,   // the step ended with no node at fault: srun keeps its status
+};
+
+std::string_view to_string(Verdict verdict);
+std::optional<Verdict> parse_verdict(std::string_view text);
+// A verdict after which srun stops waiting.
+bool is_final(Verdict verdict);
+
+// srun's exit status for a final verdict; nothing where srun keeps its own
+// (no_fault). relaunch replaces the process and has no status.
+inline constexpr int kExitGiveUp = 75;      // EX_TEMPFAIL
+inline constexpr int kExitRequeued = 143;   // as if SIGTERMed by the requeue
+inline constexpr int kExitCancelled = 130;  // as after Ctrl-C
+std::optional<int> verdict_exit_status(Verdict verdict);
+
+// One node of a protected step, as the controller sees it.
+struct NodeHealth {
+  bool known = true;   // slurmctld lists it
+  bool in_job = true;  // still in the job's allocation
+  bool down = false;
+  bool fail = false;
+  bool not_responding = false;
+  std::string reason;          // Slurm's reason for the node's state
+  unsigned failed_probes = 0;  // consecutive probes of its slurmd without an answer
+};
+
+// Why the node is at fault, or nothing. A FAIL mark counts only when a
+// health check set it ("Action:Replace <check>: <detail>"); an admin's bare
+// "Action:Replace" lets running jobs finish first.
+std::optional<std::string> node_fault(const NodeHealth& node, unsigned probes_needed);
+
+// The wait before relaunch number `next_attempt` (1 for the first): none for
+// the first, then base, 2*base, 4*base... up to cap.
+std::chrono::seconds relaunch_backoff(std::uint32_t next_attempt, std::chrono::seconds base,
+                                      std::chrono::seconds cap);
+
+// Handed from a relaunching srun to the srun it executes, in the environment
+// variable kRelaunchVariable (removed again before the tasks start).
+inline constexpr const char* kRelaunchVariable = "AUTO_RESUME_RELAUNCH";
+struct RelaunchMarker {
+  std::string run_id;
+  std::uint32_t attempt = 0;
+  bool own_master_port = false;  // MASTER_PORT was set by the plugin, not the user
+
+  std::string encode() const;
+  // Nothing for a malformed value.
+  static std::optional<RelaunchMarker> decode(std::string_view text);
+};
+
+// srun's arguments for a relaunch: the same, with output files opened in
+// append mode so that the earlier attempts' output stays.
+std::vector<std::string> relaunch_argv(std::vector<std::string> argv);
+
+}  // namespace ar

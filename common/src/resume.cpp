@@ -1,0 +1,104 @@
+#include "autoresume/resume.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <utility>
+
+namespace ar {
+
+namespace {
+
+constexpr std::array<std::pair<Verdict, std::string_view>, 7> kVerdictNames{{
+    {Verdict::none, "none"},
+    {Verdict::wait, "wait"},
+    {Verdict::relaunch, "relaunch"},
+    {Verdict::requeued, "requeued"},
+    {Verdict::give_up, "give_up"},
+    {Verdict::cancelled, "cancelled"},
+    {Verdict::no_fault, "no_fault"},
+}};
+
+constexpr std::string_view kAppendOption = "--open-mode=append";
+
+}  // namespace
+
+std::string_view to_string(Verdict verdict) {
+  for (const auto& [v, name] : kVerdictNames)
+    if (v == verdict) return name;
+  return "?";
+}
+
+std::optional<Verdict> parse_verdict(std::string_view text) {
+  for (const auto& [v, name] : kVerdictNames)
+    if (name == text) return v;
+  return std::nullopt;
+}
+
+bool is_final(Verdict verdict) { return verdict != Verdict::none && verdict != Verdict::wait; }
+
+std::optional<int> verdict_exit_status(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::give_up:
+      return kExitGiveUp;
+    case Verdict::requeued:
+      return kExitRequeued;
+    case Verdict::cancelled:
+      return kExitCancelled;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<std::string> node_fault(const NodeHealth& node, unsigned probes_needed) {
+  if (!node.known) return "it is no longer known to slurmctld";
+  if (!node.in_job) return "it left the job's allocation";
+  if (node.down) return "it is DOWN" + (node.reason.empty() ? "" : " (" + node.reason + ")");
+  if (node.not_responding) return std::string("its slurmd is not responding");
+  if (probes_needed > 0 && node.failed_probes >= probes_needed)
+    return "its slurmd did not answer " + std::to_string(node.failed_probes) + " probes in a row";
+  constexpr std::string_view kReplace = "Action:Replace";
+  if (node.fail && node.reason.starts_with(kReplace) &&
+      node.reason.find(':', kReplace.size()) != std::string::npos)
+    return "a health check failed: " + node.reason;
+  return std::nullopt;
+}
+
+std::chrono::seconds relaunch_backoff(std::uint32_t next_attempt, std::chrono::seconds base,
+                                      std::chrono::seconds cap) {
+  if (next_attempt <= 1 || base.count() <= 0) return std::chrono::seconds{0};
+  auto delay = base;
+  for (std::uint32_t i = 2; i < next_attempt && delay < cap; ++i) delay *= 2;
+  return std::min(delay, cap);
+}
+
+std::string RelaunchMarker::encode() const {
+  return run_id + " " + std::to_string(attempt) + " " + (own_master_port ? "1" : "0");
+}
+
+std::optional<RelaunchMarker> RelaunchMarker::decode(std::string_view text) {
+  const auto first = text.find(' ');
+  const auto second = text.find(' ', first == std::string_view::npos ? first : first + 1);
+  if (first == 0 || first == std::string_view::npos || second == std::string_view::npos)
+    return std::nullopt;
+  RelaunchMarker marker;
+  marker.run_id = std::string(text.substr(0, first));
+  const auto number = text.substr(first + 1, second - first - 1);
+  const auto [end, ec] =
+      std::from_chars(number.data(), number.data() + number.size(), marker.attempt);
+  if (ec != std::errc() || end != number.data() + number.size() || number.empty())
+    return std::nullopt;
+  const auto flag = text.substr(second + 1);
+  if (flag != "0" && flag != "1") return std::nullopt;
+  marker.own_master_port = flag == "1";
+  return marker;
+}
+
+std::vector<std::string> relaunch_argv(std::vector<std::string> argv) {
+  if (argv.empty()) return argv;
+  if (std::find(argv.begin(), argv.end(), kAppendOption) == argv.end())
+    argv.insert(argv.begin() + 1, std::string(kAppendOption));
+  return argv;
+}
+
+}  // namespace ar

@@ -1,0 +1,98 @@
+#include "autoresume/resume.hpp"
+
+#include <catch2/catch.hpp>
+
+using ar::NodeHealth;
+using ar::Verdict;
+using std::chrono::seconds;
+
+TEST_CASE("verdicts round-trip through their names", "[resume]") {
+  for (auto v : {Verdict::none, Verdict::wait, Verdict::relaunch, Verdict::requeued,
+                 Verdict::give_up, Verdict::cancelled, Verdict::no_fault})
+    CHECK(ar::parse_verdict(ar::to_string(v)) == v);
+  CHECK_FALSE(ar::parse_verdict("relaunched"));
+  CHECK_FALSE(ar::parse_verdict(""));
+}
+
+TEST_CASE("final verdicts have documented exit statuses", "[resume]") {
+  CHECK_FALSE(ar::is_final(Verdict::none));
+  CHECK_FALSE(ar::is_final(Verdict::wait));
+  CHECK(ar::is_final(Verdict::relaunch));
+  CHECK(ar::is_final(Verdict::no_fault));
+  CHECK(ar::verdict_exit_status(Verdict::give_up) == 75);
+  CHECK(ar::verdict_exit_status(Verdict::requeued) == 143);
+  CHECK(ar::verdict_exit_status(Verdict::cancelled) == 130);
+  CHECK_FALSE(ar::verdict_exit_status(Verdict::no_fault));
+  CHECK_FALSE(ar::verdict_exit_status(Verdict::relaunch));
+}
+
+TEST_CASE("a node is at fault when Slurm or the probes say so", "[resume]") {
+  NodeHealth healthy;
+  CHECK_FALSE(ar::node_fault(healthy, 3));
+
+  auto node = healthy;
+  node.known = false;
+  CHECK(ar::node_fault(node, 3).value() == "it is no longer known to slurmctld");
+  node = healthy;
+  node.in_job = false;
+  CHECK(ar::node_fault(node, 3).value() == "it left the job's allocation");
+  node = healthy;
+  node.down = true;
+  node.reason = "Not responding";
+  CHECK(ar::node_fault(node, 3).value() == "it is DOWN (Not responding)");
+  node = healthy;
+  node.not_responding = true;
+  CHECK(ar::node_fault(node, 3).value() == "its slurmd is not responding");
+
+  node = healthy;
+  node.failed_probes = 2;
+  CHECK_FALSE(ar::node_fault(node, 3));
+  node.failed_probes = 3;
+  CHECK(ar::node_fault(node, 3).value() == "its slurmd did not answer 3 probes in a row");
+  CHECK_FALSE(ar::node_fault(node, 0));  // probing switched off
+}
+
+TEST_CASE("only a health check's FAIL mark interrupts a step", "[resume]") {
+  NodeHealth node;
+  node.fail = true;
+  node.reason = "Action:Replace";
+  CHECK_FALSE(ar::node_fault(node, 3));  // the admin's mark: jobs finish first
+  node.reason = "maintenance";
+  CHECK_FALSE(ar::node_fault(node, 3));
+  node.reason = "Action:Replace gpu: XID 79 on GPU 3";
+  CHECK(ar::node_fault(node, 3).value() == "a health check failed: Action:Replace gpu: XID 79 on GPU 3");
+  node.fail = false;
+  CHECK_FALSE(ar::node_fault(node, 3));
+}
+
+TEST_CASE("backoff: none before the first relaunch, then doubling up to the cap", "[resume]") {
+  CHECK(ar::relaunch_backoff(1, seconds{5}, seconds{60}) == seconds{0});
+  CHECK(ar::relaunch_backoff(2, seconds{5}, seconds{60}) == seconds{5});
+  CHECK(ar::relaunch_backoff(3, seconds{5}, seconds{60}) == seconds{10});
+  CHECK(ar::relaunch_backoff(4, seconds{5}, seconds{60}) == seconds{20});
+  CHECK(ar::relaunch_backoff(6, seconds{5}, seconds{60}) == seconds{60});
+  CHECK(ar::relaunch_backoff(4000000000U, seconds{5}, seconds{60}) == seconds{60});
+  CHECK(ar::relaunch_backoff(3, seconds{0}, seconds{60}) == seconds{0});
+}
+
+TEST_CASE("the relaunch marker round-trips and refuses garbage", "[resume]") {
+  const ar::RelaunchMarker marker{"12.0-deadbeef", 2, true};
+  CHECK(marker.encode() == "12.0-deadbeef 2 1");
+  const auto back = ar::RelaunchMarker::decode(marker.encode());
+  REQUIRE(back);
+  CHECK(back->run_id == "12.0-deadbeef");
+  CHECK(back->attempt == 2);
+  CHECK(back->own_master_port);
+  CHECK(ar::RelaunchMarker::decode("12.0-x 0 0").value().own_master_port == false);
+  for (const auto* bad : {"", "12.0-x", "12.0-x 1", " 1 1", "12.0-x one 1", "12.0-x 1 2",
+                          "12.0-x -1 1", "12.0-x 1 1 extra", "12.0-x 99999999999 1"})
+    CHECK_FALSE(ar::RelaunchMarker::decode(bad));
+}
+
+TEST_CASE("a relaunch appends to output files, once", "[resume]") {
+  using V = std::vector<std::string>;
+  CHECK(ar::relaunch_argv({"srun", "-o", "out", "train.sh"}) ==
+        V{"srun", "--open-mode=append", "-o", "out", "train.sh"});
+  CHECK(ar::relaunch_argv({"srun", "--open-mode=append", "x"}) == V{"srun", "--open-mode=append", "x"});
+  CHECK(ar::relaunch_argv({}).empty());
+}
