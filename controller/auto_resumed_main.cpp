@@ -8,6 +8,7 @@
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/version.hpp"
+#include "engine.hpp"
 #include "log.hpp"
 #include "net.hpp"
 #include "server.hpp"
@@ -41,10 +42,14 @@ int main(int argc, char** argv) {
   try {
     ar::slurm::init();
     ar::Store store(config.state_dir);
-    ar::Service service(store, ar::slurm::load_job, ar::slurm::slurm_user_uid);
+    ar::Engine engine(store, config);
+    ar::Service service(store, ar::slurm::load_job, ar::slurm::slurm_user_uid,
+                        ar::slurm::cancel_job, [&engine] { engine.wake(); });
     ar::net::asio::io_context io;
-    ar::Server server(io, config.listen, service, config.munge_socket);
+    ar::net::asio::thread_pool workers(4);
+    ar::Server server(io, workers, config.listen, service, config.munge_socket);
     server.start();
+    engine.start();
     ar::net::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int signal) {
       if (ec) return;
@@ -55,6 +60,8 @@ int main(int argc, char** argv) {
     ar::log::info("{} listening on {}:{}, state in {}", ar::kVersion, bound.address().to_string(),
                   bound.port(), config.state_dir.string());
     io.run();
+    workers.join();
+    engine.stop();
   } catch (const std::exception& e) {
     ar::log::error("{}", e.what());
     return 1;

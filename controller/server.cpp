@@ -23,9 +23,10 @@ tcp::endpoint resolve(asio::io_context& io, const Endpoint& listen) {
 
 }  // namespace
 
-Server::Server(asio::io_context& io, const Endpoint& listen, Service& service,
-               std::string munge_socket)
+Server::Server(asio::io_context& io, asio::thread_pool& workers, const Endpoint& listen,
+               Service& service, std::string munge_socket)
     : acceptor_(io, resolve(io, listen), /*reuse_address=*/true),
+      workers_(workers),
       service_(service),
       munge_socket_(std::move(munge_socket)) {}
 
@@ -76,6 +77,10 @@ std::string Server::answer(std::string_view line) {
   }
 }
 
+// A coroutine function rather than a capturing lambda: a lambda's captures
+// live in the lambda object, which is gone before the coroutine runs.
+asio::awaitable<std::string> Server::answer_on_worker(std::string line) { co_return answer(line); }
+
 asio::awaitable<void> Server::session(tcp::socket plain_socket) {
   ++sessions_;
   // Shared with the idle timer's handler, which may already be queued when
@@ -116,10 +121,10 @@ asio::awaitable<void> Server::session(tcp::socket plain_socket) {
     } else if (error) {
       break;  // closed by the peer or by the idle timer
     } else {
-      std::string_view line(buffer.data(), n - 1);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      reply = answer(line);
+      std::string line(buffer.data(), n - 1);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
       buffer.erase(0, n);
+      reply = co_await asio::co_spawn(workers_, answer_on_worker(std::move(line)), net::use_awaitable);
     }
     boost::system::error_code write_error;
     co_await asio::async_write(socket, asio::buffer(reply),

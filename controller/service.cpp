@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <chrono>
+
 #include "autoresume/version.hpp"
 
 namespace ar {
@@ -10,11 +12,17 @@ using proto::json;
 using proto::ProtocolError;
 namespace code = proto::code;
 
-Service::Service(Store& store, JobLookup load_job, UidLookup slurm_user)
-    : store_(store), load_job_(std::move(load_job)), lookup_slurm_user_(std::move(slurm_user)) {}
+Service::Service(Store& store, JobLookup load_job, UidLookup slurm_user, JobCancel cancel_job,
+                 std::function<void()> wake)
+    : store_(store),
+      load_job_(std::move(load_job)),
+      lookup_slurm_user_(std::move(slurm_user)),
+      cancel_job_(std::move(cancel_job)),
+      wake_(std::move(wake)) {}
 
 bool Service::privileged(uid_t caller) {
   if (caller == 0) return true;
+  std::lock_guard lock(mutex_);
   if (!slurm_user_) {
     try {
       slurm_user_ = lookup_slurm_user_();
@@ -34,8 +42,12 @@ std::string Service::handle(const proto::Request& request, uid_t caller) {
       return proto::ok_reply(request.id, do_register(request.body, caller));
     if (request.op == "status") return proto::ok_reply(request.id, do_status(request.body, caller));
     if (request.op == "events") return proto::ok_reply(request.id, do_events(request.body, caller));
+    if (request.op == "verdict")
+      return proto::ok_reply(request.id, do_verdict(request.body, caller));
+    if (request.op == "cancel") return proto::ok_reply(request.id, do_cancel(request.body, caller));
     throw ProtocolError(code::kBadRequest,
-                        "unknown op '" + request.op + "' (known: hello, register, status, events)");
+                        "unknown op '" + request.op +
+                            "' (known: hello, register, status, events, verdict, cancel)");
   } catch (const ProtocolError& e) {
     return proto::error_reply(request.id, e.code(), e.what());
   }
@@ -74,6 +86,9 @@ json Service::do_status(const json& body, uid_t caller) {
     item["uid"] = stored.uid;
     item["state"] = stored.state;
     item["created_at"] = stored.created_at;
+    if (!stored.verdict.empty()) item["verdict"] = stored.verdict;
+    if (!stored.message.empty()) item["message"] = stored.message;
+    if (!stored.phase.empty()) item["phase"] = stored.phase;
     steps.push_back(std::move(item));
   }
   return {{"steps", std::move(steps)}};
@@ -92,6 +107,80 @@ json Service::do_events(const json& body, uid_t caller) {
                       {"kind", e.kind},
                       {"detail", e.detail}});
   return {{"events", std::move(events)}};
+}
+
+}  // namespace ar
+
+namespace ar {
+
+StoredStep Service::owned_step(const json& body, uid_t caller) {
+  const auto run_id = proto::get_string(body, "run_id", 128);
+  const auto attempt = proto::get_u32(body, "attempt");
+  auto step = store_.find(run_id, attempt);
+  if (!step)
+    throw ProtocolError(code::kNotFound,
+                        fmt::format("no step is registered as run '{}' attempt {}", run_id, attempt));
+  if (step->uid != caller && !privileged(caller))
+    throw ProtocolError(code::kForbidden,
+                        fmt::format("run '{}' belongs to uid {}, not to uid {}", run_id, step->uid,
+                                    caller));
+  return *step;
+}
+
+json Service::do_verdict(const json& body, uid_t caller) {
+  auto step = owned_step(body, caller);
+  if (proto::get_bool(body, "ended", false) && step.state == step_state::kRegistered) {
+    step.state = step_state::kEnded;
+    step.ended_at = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+    store_.save(step, EventSpec{"ended", fmt::format("srun says step {}.{} attempt {} ended",
+                                                     step.step.job_id, step.step.step_id,
+                                                     step.step.attempt)});
+    wake_();
+    step = store_.find(step.step.run_id, step.step.attempt).value();
+  }
+  json reply{{"run_id", step.step.run_id}, {"attempt", step.step.attempt}};
+  if (step.state == step_state::kDecided) {
+    reply["verdict"] = step.verdict;
+    reply["message"] = step.message;
+    if (step.verdict == "relaunch") reply["relaunch"] = step.repair.value("relaunch", json::object());
+  } else if (step.state == step_state::kRegistered) {
+    reply["verdict"] = "none";
+    reply["message"] = "running";
+  } else {
+    reply["verdict"] = "wait";
+    reply["message"] = step.state == step_state::kEnded
+                           ? std::string("checking the step's nodes")
+                           : "repairing the allocation (" + step.phase + ")";
+  }
+  return reply;
+}
+
+json Service::do_cancel(const json& body, uid_t caller) {
+  auto step = owned_step(body, caller);
+  const auto reason = body.contains("reason") ? proto::get_string(body, "reason", 256) : "";
+  if (step.state != step_state::kDecided) {
+    step.state = step_state::kDecided;
+    step.verdict = "cancelled";
+    step.message = reason.empty() ? std::string("cancelled by its srun") : reason;
+    if (store_.save(step, EventSpec{"cancelled", step.message})) {
+      if (step.repair.contains("helpers"))
+        for (const auto& [node, helper] : step.repair["helpers"].items()) {
+          try {
+            cancel_job_(helper.get<std::uint32_t>());
+          } catch (const std::exception&) {
+            // the engine's next look at the job finds nothing to merge it into
+          }
+        }
+      wake_();
+    }
+    step = store_.find(step.step.run_id, step.step.attempt).value();
+  }
+  return {{"run_id", step.step.run_id},
+          {"attempt", step.step.attempt},
+          {"verdict", step.verdict},
+          {"message", step.message}};
 }
 
 }  // namespace ar

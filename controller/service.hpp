@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -20,8 +21,12 @@ class Service {
   using JobLookup = std::function<std::optional<slurm::JobInfo>(std::uint32_t)>;
   // SlurmUser's uid; may throw while slurmctld cannot be reached.
   using UidLookup = std::function<uid_t()>;
+  using JobCancel = std::function<void(std::uint32_t)>;
 
-  Service(Store& store, JobLookup load_job, UidLookup slurm_user);
+  // `wake` tells the resume engine that a step changed; `cancel_job` ends a
+  // repair's helper jobs when srun cancels it.
+  Service(Store& store, JobLookup load_job, UidLookup slurm_user, JobCancel cancel_job,
+          std::function<void()> wake);
 
   // The reply line (newline included) for `request` from `caller`.
   std::string handle(const proto::Request& request, uid_t caller);
@@ -32,10 +37,17 @@ class Service {
   proto::json do_register(const proto::json& body, uid_t caller);
   proto::json do_status(const proto::json& body, uid_t caller);
   proto::json do_events(const proto::json& body, uid_t caller);
+  proto::json do_verdict(const proto::json& body, uid_t caller);
+  proto::json do_cancel(const proto::json& body, uid_t caller);
+  // The step named by the body's run_id and attempt, if the caller may act on it.
+  StoredStep owned_step(const proto::json& body, uid_t caller);
 
   Store& store_;
   JobLookup load_job_;
   UidLookup lookup_slurm_user_;
+  JobCancel cancel_job_;
+  std::function<void()> wake_;
+  std::mutex mutex_;  // guards slurm_user_: requests are served by several threads
   std::optional<uid_t> slurm_user_;
 };
 

@@ -5,14 +5,23 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 }
 
-#include <stdexcept>
+#include <csignal>
+#include <cstdlib>
+#include <memory>
 
 namespace ar::slurm {
 
 namespace {
-[[noreturn]] void fail(const char* what) {
-  throw std::runtime_error(std::string(what) + ": " + slurm_strerror(slurm_get_errno()));
+
+[[noreturn]] void fail(const std::string& what) {
+  const int error = slurm_get_errno();
+  throw SlurmError(what + ": " + slurm_strerror(error), error);
 }
+
+std::string text(const char* s) { return s != nullptr ? s : ""; }
+
+using Hostlist = std::unique_ptr<std::remove_pointer_t<hostlist_t>, decltype(&slurm_hostlist_destroy)>;
+
 }  // namespace
 
 // Exported by libslurm though not declared in its headers.
@@ -24,12 +33,35 @@ std::optional<JobInfo> load_job(std::uint32_t job_id) {
   job_info_msg_t* msg = nullptr;
   if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS) {
     if (slurm_get_errno() == ESLURM_INVALID_JOB_ID) return std::nullopt;
-    fail("slurm_load_job");
+    fail("cannot load job " + std::to_string(job_id));
   }
-  std::optional<JobInfo> info;
-  if (msg != nullptr && msg->record_count > 0)
-    info = JobInfo{msg->job_array[0].user_id, slurm_job_state_string(msg->job_array[0].job_state)};
-  slurm_free_job_info_msg(msg);
+  std::unique_ptr<job_info_msg_t, decltype(&slurm_free_job_info_msg)> owner(
+      msg, &slurm_free_job_info_msg);
+  if (msg == nullptr || msg->record_count == 0) return std::nullopt;
+  const auto& j = msg->job_array[0];
+  JobInfo info;
+  info.job_id = j.job_id;
+  info.uid = j.user_id;
+  info.gid = j.group_id;
+  info.state = slurm_job_state_string(j.job_state);
+  info.running = (j.job_state & JOB_STATE_BASE) == JOB_RUNNING && !(j.job_state & JOB_COMPLETING);
+  info.pending = (j.job_state & JOB_STATE_BASE) == JOB_PENDING;
+  info.nodes = text(j.nodes);
+  if (!info.nodes.empty()) info.hosts = expand_hostlist(info.nodes);
+  info.batch = j.batch_flag != 0;
+  info.batch_host = text(j.batch_host);
+  info.name = text(j.name);
+  info.partition = text(j.partition);
+  info.qos = text(j.qos);
+  info.account = text(j.account);
+  info.features = text(j.features);
+  info.exclusive = j.shared == JOB_SHARED_NONE;
+  info.has_gres = (j.gres_total != nullptr && j.gres_total[0] != '\0') ||
+                  (j.tres_per_node != nullptr && j.tres_per_node[0] != '\0');
+  info.requeue = j.requeue != 0;
+  info.end_time = j.end_time;
+  info.restart_count = j.restart_cnt;
+  info.num_nodes = j.num_nodes;
   return info;
 }
 
@@ -39,6 +71,188 @@ uid_t slurm_user_uid() {
   const uid_t uid = conf->slurm_user_id;
   slurm_free_ctl_conf(conf);
   return uid;
+}
+
+NodeWatcher::~NodeWatcher() { slurm_free_node_info_msg(static_cast<node_info_msg_t*>(last_)); }
+
+const std::vector<NodeInfo>& NodeWatcher::load() {
+  auto* last = static_cast<node_info_msg_t*>(last_);
+  node_info_msg_t* msg = nullptr;
+  if (slurm_load_node(last != nullptr ? last->last_update : 0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+    if (slurm_get_errno() == SLURM_NO_CHANGE_IN_DATA && last != nullptr) return nodes_;
+    fail("cannot load the nodes");
+  }
+  slurm_free_node_info_msg(last);
+  last_ = msg;
+  nodes_.clear();
+  for (std::uint32_t i = 0; i < msg->record_count; ++i) {
+    const auto& n = msg->node_array[i];
+    if (n.name == nullptr) continue;
+    NodeInfo node;
+    node.name = n.name;
+    node.address = text(n.node_addr);
+    node.port = n.port;
+    const auto base = n.node_state & NODE_STATE_BASE;
+    node.down = base == NODE_STATE_DOWN;
+    node.idle = base == NODE_STATE_IDLE;
+    node.fail = (n.node_state & NODE_STATE_FAIL) != 0;
+    node.drain = (n.node_state & NODE_STATE_DRAIN) != 0;
+    node.not_responding = (n.node_state & NODE_STATE_NO_RESPOND) != 0;
+    node.completing = (n.node_state & NODE_STATE_COMPLETING) != 0;
+    node.reason = text(n.reason);
+    node.slurmd_start_time = n.slurmd_start_time;
+    nodes_.push_back(std::move(node));
+  }
+  return nodes_;
+}
+
+std::vector<std::string> partition_nodes(const std::string& partition) {
+  partition_info_msg_t* msg = nullptr;
+  if (slurm_load_partitions(0, &msg, SHOW_ALL) != SLURM_SUCCESS) fail("cannot load the partitions");
+  std::string nodes;
+  for (std::uint32_t i = 0; i < msg->record_count; ++i)
+    if (msg->partition_array[i].name != nullptr && partition == msg->partition_array[i].name)
+      nodes = text(msg->partition_array[i].nodes);
+  slurm_free_partition_info_msg(msg);
+  return nodes.empty() ? std::vector<std::string>{} : expand_hostlist(nodes);
+}
+
+namespace {
+void update_node(const std::string& node, std::uint32_t state, const std::string& reason) {
+  update_node_msg_t msg;
+  slurm_init_update_node_msg(&msg);
+  msg.node_names = const_cast<char*>(node.c_str());
+  msg.node_state = state;
+  if (!reason.empty()) {
+    msg.reason = const_cast<char*>(reason.c_str());
+    msg.reason_uid = getuid();
+  }
+  if (slurm_update_node(&msg) != SLURM_SUCCESS) fail("cannot update node " + node);
+}
+
+void update_job(job_desc_msg_t& desc, const std::string& what) {
+  if (slurm_update_job(&desc) != SLURM_SUCCESS) fail(what);
+}
+}  // namespace
+
+void set_node_fail(const std::string& node, const std::string& reason) {
+  update_node(node, NODE_STATE_FAIL, reason);
+}
+
+void resume_node(const std::string& node) { update_node(node, NODE_RESUME, ""); }
+
+void shrink_job(std::uint32_t job_id, const std::string& nodelist) {
+  job_desc_msg_t desc;
+  slurm_init_job_desc_msg(&desc);
+  desc.job_id = job_id;
+  desc.req_nodes = const_cast<char*>(nodelist.c_str());
+  update_job(desc, "cannot shrink job " + std::to_string(job_id) + " to " + nodelist);
+}
+
+bool step_exists(std::uint32_t job_id, std::uint32_t step_id) {
+  job_step_info_response_msg_t* msg = nullptr;
+  if (slurm_get_job_steps(0, job_id, step_id, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+    if (slurm_get_errno() == ESLURM_INVALID_JOB_ID) return false;
+    fail("cannot load step " + std::to_string(job_id) + "." + std::to_string(step_id));
+  }
+  bool found = false;
+  for (std::uint32_t i = 0; msg != nullptr && i < msg->job_step_count; ++i)
+    found = found || msg->job_steps[i].step_id.step_id == step_id;
+  slurm_free_job_step_info_response_msg(msg);
+  return found;
+}
+
+void kill_step(std::uint32_t job_id, std::uint32_t step_id) {
+  if (slurm_kill_job_step(job_id, step_id, SIGKILL) == SLURM_SUCCESS) return;
+  const int error = slurm_get_errno();
+  if (error == ESLURM_ALREADY_DONE || error == ESLURM_INVALID_JOB_ID) return;
+  fail("cannot cancel step " + std::to_string(job_id) + "." + std::to_string(step_id));
+}
+
+void requeue(std::uint32_t job_id) {
+  if (slurm_requeue(job_id, 0) != SLURM_SUCCESS) fail("cannot requeue job " + std::to_string(job_id));
+}
+
+std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
+                                   const std::string& name) {
+  job_desc_msg_t desc;
+  slurm_init_job_desc_msg(&desc);
+  const auto dependency = "expand:" + std::to_string(job.job_id);
+  desc.name = const_cast<char*>(name.c_str());
+  desc.dependency = const_cast<char*>(dependency.c_str());
+  desc.req_nodes = const_cast<char*>(node.c_str());
+  desc.min_nodes = 1;
+  desc.max_nodes = 1;
+  desc.user_id = job.uid;
+  desc.group_id = job.gid;
+  if (!job.partition.empty()) desc.partition = const_cast<char*>(job.partition.c_str());
+  if (!job.qos.empty()) desc.qos = const_cast<char*>(job.qos.c_str());
+  if (!job.account.empty()) desc.account = const_cast<char*>(job.account.c_str());
+  if (!job.features.empty()) desc.features = const_cast<char*>(job.features.c_str());
+  if (job.exclusive) desc.shared = JOB_SHARED_NONE;
+  resource_allocation_response_msg_t* response = nullptr;
+  if (slurm_allocate_resources(&desc, &response) != SLURM_SUCCESS)
+    fail("cannot allocate " + node + " to expand job " + std::to_string(job.job_id));
+  const auto id = response->job_id;
+  slurm_free_resource_allocation_response_msg(response);
+  return id;
+}
+
+void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {
+  job_desc_msg_t helper;
+  slurm_init_job_desc_msg(&helper);
+  helper.job_id = helper_id;
+  helper.min_nodes = 0;
+  update_job(helper, "cannot hand the nodes of job " + std::to_string(helper_id) + " to job " +
+                         std::to_string(job_id));
+  job_desc_msg_t job;
+  slurm_init_job_desc_msg(&job);
+  job.job_id = job_id;
+  job.min_nodes = INFINITE;
+  update_job(job, "cannot grow job " + std::to_string(job_id) + " by the nodes of job " +
+                      std::to_string(helper_id));
+}
+
+std::vector<std::uint32_t> live_jobs_named(const std::string& name) {
+  job_info_msg_t* msg = nullptr;
+  if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) fail("cannot load the jobs");
+  std::vector<std::uint32_t> ids;
+  for (std::uint32_t i = 0; i < msg->record_count; ++i) {
+    const auto& j = msg->job_array[i];
+    const auto base = j.job_state & JOB_STATE_BASE;
+    if (j.name != nullptr && name == j.name && (base == JOB_PENDING || base == JOB_RUNNING))
+      ids.push_back(j.job_id);
+  }
+  slurm_free_job_info_msg(msg);
+  return ids;
+}
+
+void cancel_job(std::uint32_t job_id) {
+  if (slurm_kill_job(job_id, SIGKILL, 0) == SLURM_SUCCESS) return;
+  const int error = slurm_get_errno();
+  if (error == ESLURM_ALREADY_DONE || error == ESLURM_INVALID_JOB_ID) return;
+  fail("cannot cancel job " + std::to_string(job_id));
+}
+
+std::vector<std::string> expand_hostlist(const std::string& expression) {
+  Hostlist list(slurm_hostlist_create(expression.c_str()), &slurm_hostlist_destroy);
+  if (!list) throw SlurmError("cannot parse the node list '" + expression + "'", 0);
+  std::vector<std::string> hosts;
+  while (char* host = slurm_hostlist_shift(list.get())) {
+    hosts.emplace_back(host);
+    std::free(host);
+  }
+  return hosts;
+}
+
+std::string compress_hostlist(const std::vector<std::string>& hosts) {
+  Hostlist list(slurm_hostlist_create(""), &slurm_hostlist_destroy);
+  if (!list) throw SlurmError("cannot make a node list", 0);
+  for (const auto& host : hosts) slurm_hostlist_push_host(list.get(), host.c_str());
+  char* ranged = slurm_hostlist_ranged_string_malloc(list.get());
+  std::string out = text(ranged);
+  std::free(ranged);
+  return out;
 }
 
 }  // namespace ar::slurm

@@ -1,27 +1,123 @@
 #pragma once
-// The one place that talks to libslurm.
+// The one place that talks to libslurm. Every call blocks for up to Slurm's
+// MessageTimeout: call them from a worker thread, never from the server's
+// io thread.
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ar::slurm {
 
-struct JobInfo {
-  uid_t uid = 0;
-  std::string state;  // e.g. RUNNING, PENDING, COMPLETED
+// A libslurm call failed; `errno_value` is Slurm's error number.
+class SlurmError : public std::runtime_error {
+ public:
+  SlurmError(const std::string& what, int errno_value)
+      : std::runtime_error(what), errno_value_(errno_value) {}
+  int errno_value() const { return errno_value_; }
+
+ private:
+  int errno_value_;
 };
+
+struct JobInfo {
+  std::uint32_t job_id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string state;  // e.g. RUNNING, PENDING, COMPLETED
+  bool running = false;
+  bool pending = false;
+  std::string nodes;  // Slurm's compressed list
+  std::vector<std::string> hosts;
+  std::string batch_host;  // empty for a salloc job
+  bool batch = false;
+  std::string name;
+  std::string partition;
+  std::string qos;
+  std::string account;
+  std::string features;
+  bool exclusive = false;
+  bool has_gres = false;  // GRES allocated: Slurm refuses to resize the job
+  bool requeue = false;   // may be requeued (not --no-requeue)
+  std::int64_t end_time = 0;  // unix seconds; 0 when unknown
+  std::uint32_t restart_count = 0;
+  std::uint32_t num_nodes = 0;
+};
+
+struct NodeInfo {
+  std::string name;
+  std::string address;  // NodeAddr
+  std::uint16_t port = 0;
+  bool down = false;
+  bool idle = false;
+  bool fail = false;
+  bool drain = false;
+  bool not_responding = false;
+  bool completing = false;
+  std::string reason;
+  std::int64_t slurmd_start_time = 0;  // tells one instance of a node from the next
+};
+
+// The nodes of a partition (empty if there is no such partition).
+std::vector<std::string> partition_nodes(const std::string& partition);
 
 // Reads slurm.conf ($SLURM_CONF or the default); call once at start-up.
 void init();
 
 // The job as slurmctld knows it, or nothing if it does not (anymore).
-// Throws std::runtime_error when slurmctld cannot be asked.
+// Throws SlurmError when slurmctld cannot be asked.
 std::optional<JobInfo> load_job(std::uint32_t job_id);
 
 // The uid of SlurmUser from slurmctld's configuration.
 uid_t slurm_user_uid();
+
+// All nodes; asks slurmctld for changes since the last call only, so an
+// unchanged cluster costs almost nothing. Not thread-safe: one per thread.
+class NodeWatcher {
+ public:
+  NodeWatcher() = default;
+  ~NodeWatcher();
+  NodeWatcher(const NodeWatcher&) = delete;
+  NodeWatcher& operator=(const NodeWatcher&) = delete;
+  const std::vector<NodeInfo>& load();
+
+ private:
+  void* last_ = nullptr;  // node_info_msg_t*
+  std::vector<NodeInfo> nodes_;
+};
+
+// Node state changes, with the reason Slurm shows.
+void set_node_fail(const std::string& node, const std::string& reason);
+void resume_node(const std::string& node);
+
+// Shrinks a running job to `nodelist` (its other nodes leave it).
+void shrink_job(std::uint32_t job_id, const std::string& nodelist);
+// Whether step job.step still exists (running or cleaning up).
+bool step_exists(std::uint32_t job_id, std::uint32_t step_id);
+// SIGKILLs a step; a step already gone is not an error.
+void kill_step(std::uint32_t job_id, std::uint32_t step_id);
+// Requeues a batch job.
+void requeue(std::uint32_t job_id);
+
+// Allocates `node` for the job `job` may absorb (`--dependency=expand:`),
+// as the job's user, in its partition, QOS and account, named `name`;
+// returns the helper's job id (it may still be pending).
+std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
+                                   const std::string& name);
+// Moves a running helper's nodes into the job it expands (NumNodes=0 on the
+// helper, NumNodes=ALL on the job).
+void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id);
+// Pending or running jobs named `name`.
+std::vector<std::uint32_t> live_jobs_named(const std::string& name);
+// Cancels a job (a helper that is no longer wanted); one already gone is fine.
+void cancel_job(std::uint32_t job_id);
+
+// Hostlist expressions, with libslurm's own parser.
+std::vector<std::string> expand_hostlist(const std::string& expression);
+std::string compress_hostlist(const std::vector<std::string>& hosts);
 
 }  // namespace ar::slurm

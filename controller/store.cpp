@@ -213,9 +213,14 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
   });
 }
 
-void Store::save(const StoredStep& step, const std::optional<EventSpec>& event) {
+bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) {
   std::lock_guard lock(mutex_);
-  transaction([&] {
+  return transaction([&] {
+    const auto current = find_locked(step.step.run_id, step.step.attempt);
+    if (!current)
+      throw std::runtime_error("no step " + step.step.run_id + " attempt " +
+                               std::to_string(step.step.attempt) + " to update");
+    if (current->state == step_state::kDecided) return false;
     const auto now = now_seconds();
     Statement update(db_,
                      "UPDATE steps SET state = ?, verdict = ?, message = ?, phase = ?, repair = ?,"
@@ -230,10 +235,8 @@ void Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
         .bind(8, step.step.run_id)
         .bind(9, step.step.attempt);
     update.step();
-    if (sqlite3_changes(db_) != 1)
-      throw std::runtime_error("no step " + step.step.run_id + " attempt " +
-                               std::to_string(step.step.attempt) + " to update");
     if (event) insert_event(now, step, *event);
+    return true;
   });
 }
 

@@ -75,8 +75,9 @@ class Store {
   // Every step of a job, oldest first.
   std::vector<StoredStep> job_steps(std::uint32_t job_id);
   // Writes the step's state, verdict, message, phase, repair and ended_at,
-  // with `event` if given, in one transaction.
-  void save(const StoredStep& step, const std::optional<EventSpec>& event);
+  // with `event` if given, in one transaction. A decided step is final: it
+  // is left alone and save returns false (whoever decides first wins).
+  bool save(const StoredStep& step, const std::optional<EventSpec>& event);
   // Records an event of a step.
   void add_event(const StoredStep& step, const EventSpec& event);
   // The uid that registered run_id first, if any.

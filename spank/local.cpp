@@ -3,6 +3,7 @@
 // srun. When the controller cannot protect the step, say so once (or fail
 // the step before its tasks start, if plugstack.conf says required=1).
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -96,8 +97,25 @@ std::optional<std::string> register_step(const PluginConfig& config,
 
 }  // namespace
 
+void local_init() {
+  auto& st = state();
+  sigprocmask(SIG_SETMASK, nullptr, &st.initial_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction action {};
+    if (sigaction(sig, nullptr, &action) == 0 && action.sa_handler == SIG_IGN)
+      st.ignored_signals.insert(sig);
+  }
+  // Set by the srun that relaunched this one; the tasks must not see it.
+  if (const char* marker = std::getenv(kRelaunchVariable)) {
+    st.relaunch = RelaunchMarker::decode(marker);
+    if (!st.relaunch)
+      slurm_spank_log("%s: warning: ignoring a malformed %s='%s'", kTag, kRelaunchVariable, marker);
+    unsetenv(kRelaunchVariable);
+  }
+}
+
 int local_user_init(spank_t sp) {
-  const auto& st = state();
+  auto& st = state();
   if (!st.enabled()) {
     // An outer flagged step's values must not leak into this one.
     for (const auto* name : {kTaskFlagVariable, kAttemptVariable, kRunIdVariable}) unsetenv(name);
@@ -110,10 +128,17 @@ int local_user_init(spank_t sp) {
     slurm_error("%s: cannot read this step's job and step id", kTag);
     return kFailure;
   }
-  step.run_id = new_run_id(step.job_id, step.step_id);
-  step.attempt = 0;
+  // A relaunch carries the run on; a marker from another job (an exported
+  // environment) starts a new run.
+  const auto& marker = st.relaunch;
+  const bool continues =
+      marker && marker->run_id.starts_with(std::to_string(step.job_id) + ".");
+  step.run_id = continues ? marker->run_id : new_run_id(step.job_id, step.step_id);
+  step.attempt = continues ? marker->attempt : 0;
   step.argv = own_argv();
   step.cwd = current_dir();
+  const bool own_master_port =
+      continues ? marker->own_master_port : std::getenv("MASTER_PORT") == nullptr;
   step.nodelist = export_allocation(step.job_id, step.attempt);
 
   setenv(kTaskFlagVariable, "1", 1);
@@ -129,6 +154,14 @@ int local_user_init(spank_t sp) {
   if (!unprotected) {
     slurm_verbose("%s: step %u.%u is protected (run %s, attempt %u)", kTag, step.job_id,
                   step.step_id, step.run_id.c_str(), step.attempt);
+    auto& protected_step = state().protected_step.emplace();
+    protected_step.job_id = step.job_id;
+    protected_step.step_id = step.step_id;
+    protected_step.run_id = step.run_id;
+    protected_step.attempt = step.attempt;
+    protected_step.argv = step.argv;
+    protected_step.own_master_port = own_master_port;
+    start_watcher(st.config, protected_step);
     return ESPANK_SUCCESS;
   }
   if (st.config.required) {

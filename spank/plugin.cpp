@@ -78,7 +78,10 @@ AR_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
     std::vector<std::string> args(av, av + ac);
     state().config = ar::parse_plugin_config(args);
     // Read before srun allocates anything (it then sets SLURM_JOB_ID itself).
-    if (ctx == S_CTX_LOCAL) state().inside_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
+    if (ctx == S_CTX_LOCAL) {
+      state().inside_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
+      local_init();
+    }
     if (const auto rc = spank_option_register(sp, &auto_resume_option); rc != ESPANK_SUCCESS) {
       slurm_error("%s: cannot register --%s: %s", kTag, ar::kOptionName, spank_strerror(rc));
       return kFailure;
@@ -89,6 +92,12 @@ AR_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
 
 AR_EXPORT int slurm_spank_local_user_init(spank_t sp, int, char**) {
   return guarded("slurm_spank_local_user_init", [&]() -> int { return local_user_init(sp); });
+}
+
+AR_EXPORT int slurm_spank_exit(spank_t, int, char**) {
+  return guarded("slurm_spank_exit", [&]() -> int {
+    return spank_context() == S_CTX_LOCAL ? local_exit() : ESPANK_SUCCESS;
+  });
 }
 
 }  // extern "C"

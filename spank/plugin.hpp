@@ -6,9 +6,17 @@ extern "C" {
 #include <slurm/spank.h>
 }
 
+#include <signal.h>
+
+#include <cstdint>
+#include <memory>
 #include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "autoresume/plugin_config.hpp"
+#include "autoresume/resume.hpp"
 
 namespace ar::spank {
 
@@ -16,6 +24,18 @@ inline constexpr const char* kTag = "auto_resume";
 // What a hook returns on failure: Slurm tests for a negative value, and
 // ESPANK_ERROR (3000) is not one.
 inline constexpr int kFailure = -1;
+
+// A step this srun registered with the controller.
+struct ProtectedStep {
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::string run_id;
+  std::uint32_t attempt = 0;
+  std::vector<std::string> argv;  // srun's own, for a relaunch
+  bool own_master_port = false;   // MASTER_PORT was set by the plugin
+};
+
+class VerdictWatcher;
 
 struct PluginState {
   PluginConfig config;
@@ -27,6 +47,16 @@ struct PluginState {
   // A srun that makes its own allocation cannot be relaunched: the
   // allocation ends with it.
   bool inside_allocation = false;
+  // srun only: set when this srun is the relaunch of an earlier attempt.
+  std::optional<RelaunchMarker> relaunch;
+  // srun only: the signal mask and the ignored signals srun started with,
+  // given back to the srun a relaunch executes.
+  sigset_t initial_mask{};
+  std::set<int> ignored_signals;
+  // srun only: the step registered with the controller, and the thread that
+  // asks for its verdict while it runs.
+  std::optional<ProtectedStep> protected_step;
+  std::shared_ptr<VerdictWatcher> watcher;
 
   bool enabled() const { return auto_resume.value_or(false); }
 };
@@ -34,6 +64,13 @@ struct PluginState {
 PluginState& state();
 
 // srun (local context).
+void local_init();
 int local_user_init(spank_t sp);
+int local_exit();
+
+// Asks the controller for the step's verdict every second while it runs, so
+// that a relaunch decided during the step (srun may wait a long time for a
+// dead node's tasks) starts at once.
+void start_watcher(const PluginConfig& config, const ProtectedStep& step);
 
 }  // namespace ar::spank

@@ -88,6 +88,13 @@ std::uint32_t get_u32(const json& body, const char* field) {
   return static_cast<std::uint32_t>(it->get<std::uint64_t>());
 }
 
+bool get_bool(const json& body, const char* field, bool fallback) {
+  const auto it = body.find(field);
+  if (it == body.end()) return fallback;
+  if (!it->is_boolean()) bad(std::string("field '") + field + "' must be true or false, got " + it->dump());
+  return it->get<bool>();
+}
+
 std::vector<std::string> get_string_list(const json& body, const char* field,
                                          std::size_t max_items) {
   const auto it = body.find(field);

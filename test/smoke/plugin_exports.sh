@@ -6,6 +6,7 @@ plugin=$1
 expected="plugin_name
 plugin_type
 plugin_version
+slurm_spank_exit
 slurm_spank_init
 slurm_spank_local_user_init
 spank_plugin_version"

@@ -89,7 +89,9 @@ TEST_CASE("a step's resume state is saved with its event and survives reopening"
     other.state = ar::step_state::kDecided;
     other.verdict = "no_fault";
     other.message = "no node at fault";
-    store.save(other, std::nullopt);
+    CHECK(store.save(other, std::nullopt));
+    other.verdict = "relaunch";
+    CHECK_FALSE(store.save(other, ar::EventSpec{"late", "too late"}));  // decided is final
     auto ghost = other;
     ghost.step.run_id = "none";
     CHECK_THROWS_WITH(store.save(ghost, std::nullopt), "no step none attempt 0 to update");

@@ -63,6 +63,8 @@ std::string make_request(const json& id, std::string_view op, std::string_view c
 // Field access that names the field and the expected type on error.
 std::string get_string(const json& body, const char* field, std::size_t max_len = 4096);
 std::uint32_t get_u32(const json& body, const char* field);
+// An optional boolean: `fallback` when absent.
+bool get_bool(const json& body, const char* field, bool fallback);
 std::vector<std::string> get_string_list(const json& body, const char* field,
                                          std::size_t max_items = 1024);
 

@@ -1,0 +1,97 @@
+#include "provider.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace ar {
+
+namespace {
+
+std::string substitute(std::string word, const std::string& node) {
+  for (auto at = word.find("{node}"); at != std::string::npos; at = word.find("{node}", at))
+    word.replace(at, 6, node), at += node.size();
+  return word;
+}
+
+// The last lines of a command's output, for an error message.
+std::string tail(const std::string& output) {
+  constexpr std::size_t kKeep = 2000;
+  return output.size() <= kKeep ? output : "..." + output.substr(output.size() - kKeep);
+}
+
+}  // namespace
+
+std::string run_restart_command(const std::vector<std::string>& command, const std::string& node,
+                                std::chrono::milliseconds timeout) {
+  std::vector<std::string> words;
+  for (const auto& word : command) words.push_back(substitute(word, node));
+  std::vector<char*> argv;
+  for (auto& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Its own process group, so that a timeout kills what it started too.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(pipe_fds[1]);
+  if (rc != 0) {
+    close(pipe_fds[0]);
+    return "cannot run " + words[0] + ": " + std::strerror(rc);
+  }
+
+  std::string output;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool timed_out = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{pipe_fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    char buffer[4096];
+    const auto n = read(pipe_fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the command and everything it started closed the pipe
+    output.append(buffer, static_cast<std::size_t>(n));
+  }
+  close(pipe_fds[0]);
+  if (timed_out) kill(-pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out)
+    return words[0] + " did not finish within " + std::to_string(timeout.count() / 1000) +
+           " s; output: " + tail(output);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  const auto how = WIFEXITED(status) ? "exited " + std::to_string(WEXITSTATUS(status))
+                                     : "was killed by signal " + std::to_string(WTERMSIG(status));
+  return words[0] + " " + how + "; output: " + tail(output);
+}
+
+}  // namespace ar

@@ -1,0 +1,272 @@
+// srun side of a resume: ask the controller for the verdict while the step
+// runs (a watcher thread) and once it has ended (the exit hook), then act on
+// it: run the step again by executing srun anew, or end with the verdict's
+// exit status and a message.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdarg>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "autoresume/client.hpp"
+#include "autoresume/munge_cred.hpp"
+#include "autoresume/protocol.hpp"
+#include "autoresume/resume.hpp"
+#include "plugin.hpp"
+
+namespace ar::spank {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// How often srun asks while the step runs, and while it waits after the end.
+constexpr auto kRunningPoll = 1000ms;
+constexpr auto kEndedPoll = 500ms;
+// How long srun keeps asking a controller that does not answer.
+constexpr auto kUnreachableLimit = 300s;
+
+// One line on srun's stderr, like srun's own messages. Safe from any thread.
+__attribute__((format(printf, 1, 2))) void say(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  flockfile(stderr);
+  std::fprintf(stderr, "%s: ", kTag);
+  std::vfprintf(stderr, format, args);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+  funlockfile(stderr);
+  va_end(args);
+}
+
+struct Answer {
+  Verdict verdict = Verdict::wait;
+  std::string message;
+  proto::json relaunch;
+};
+
+Answer ask(const PluginConfig& config, const std::string& op, proto::json fields) {
+  const auto cred = munge_encode_credential(config.munge_socket, credential_payload(op));
+  const auto reply = call_controller(config.controller, config.connect_timeout, op, cred,
+                                     std::move(fields));
+  if (!reply.ok) throw ClientError(reply.code + ": " + reply.message);
+  Answer answer;
+  const auto verdict = parse_verdict(reply.result.value("verdict", std::string()));
+  if (!verdict) throw ClientError("the controller answered an unknown verdict: " + reply.result.dump());
+  answer.verdict = *verdict;
+  answer.message = reply.result.value("message", std::string());
+  answer.relaunch = reply.result.value("relaunch", proto::json::object());
+  return answer;
+}
+
+proto::json step_fields(const ProtectedStep& step, bool ended) {
+  return {{"run_id", step.run_id}, {"attempt", step.attempt}, {"ended", ended}};
+}
+
+// Marks every descriptor above 2 close-on-exec: closing them outright
+// would pull them from under srun's other threads.
+void close_on_exec_above_stderr() {
+#ifdef CLOSE_RANGE_CLOEXEC
+  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+#endif
+  const long max = sysconf(_SC_OPEN_MAX);
+  for (int fd = 3; fd < (max > 0 ? max : 65536); ++fd) {
+    const int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+  }
+}
+
+// Executes srun again for the next attempt; returns only if that failed.
+void relaunch(const ProtectedStep& step, const proto::json& plan) {
+  const auto nodelist = plan.value("nodelist", std::string());
+  const auto nodes = std::to_string(plan.value("num_nodes", 0U));
+  if (nodelist.empty() || nodes == "0") {
+    say("cannot relaunch: the controller sent no node list (%s)", plan.dump().c_str());
+    return;
+  }
+  // The variables Slurm's own resize script sets; the task counts follow
+  // from them, as the node count is the same as before.
+  for (const auto* name : {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}) setenv(name, nodelist.c_str(), 1);
+  for (const auto* name : {"SLURM_JOB_NUM_NODES", "SLURM_NNODES"}) setenv(name, nodes.c_str(), 1);
+  if (step.own_master_port) unsetenv("MASTER_PORT");
+  const RelaunchMarker marker{step.run_id, step.attempt + 1, step.own_master_port};
+  setenv(kRelaunchVariable, marker.encode().c_str(), 1);
+  const auto args = relaunch_argv(step.argv);
+  std::vector<char*> argv;
+  for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  say("relaunching step %u.%u of run %s as attempt %u on %s", step.job_id, step.step_id,
+      step.run_id.c_str(), marker.attempt, nodelist.c_str());
+  std::fflush(nullptr);
+
+  // No signal meant for this srun may reach the next one.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  const timespec zero{0, 0};
+  while (sigtimedwait(&all, nullptr, &zero) > 0) {
+  }
+  const auto& st = state();
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    struct sigaction action {};
+    action.sa_handler = st.ignored_signals.contains(sig) ? SIG_IGN : SIG_DFL;
+    sigaction(sig, &action, nullptr);
+  }
+  close_on_exec_above_stderr();
+  pthread_sigmask(SIG_SETMASK, &st.initial_mask, nullptr);
+  execv("/proc/self/exe", argv.data());
+  const int error = errno;
+  pthread_sigmask(SIG_UNBLOCK, &all, nullptr);
+  say("cannot relaunch srun: %s", std::strerror(error));
+}
+
+void say_verdict(const ProtectedStep& step, const Answer& answer) {
+  say("step %u.%u (run %s, attempt %u): %s: %s", step.job_id, step.step_id, step.run_id.c_str(),
+      step.attempt, std::string(to_string(answer.verdict)).c_str(), answer.message.c_str());
+}
+
+}  // namespace
+
+class VerdictWatcher {
+ public:
+  VerdictWatcher(PluginConfig config, ProtectedStep step)
+      : config_(std::move(config)), step_(std::move(step)), thread_([this] { loop(); }) {}
+  ~VerdictWatcher() { stop(); }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wakeup_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void loop() {
+    // The thread takes no signals: srun's own threads handle them.
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        if (wakeup_.wait_for(lock, kRunningPoll, [this] { return stopping_; })) return;
+      }
+      try {
+        const auto answer = ask(config_, "verdict", step_fields(step_, false));
+        if (answer.verdict == Verdict::relaunch) {
+          relaunch(step_, answer.relaunch);
+          return;  // failed: the exit hook tells the rest
+        }
+        if (is_final(answer.verdict)) {
+          say_verdict(step_, answer);
+          return;  // the exit hook acts on it when the step ends
+        }
+      } catch (const std::exception&) {
+        // Asked again in a second; the exit hook reports a lasting failure.
+      }
+    }
+  }
+
+  PluginConfig config_;
+  ProtectedStep step_;
+  std::mutex mutex_;
+  std::condition_variable wakeup_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts once the rest is ready
+};
+
+void start_watcher(const PluginConfig& config, const ProtectedStep& step) {
+  state().watcher = std::make_shared<VerdictWatcher>(config, step);
+}
+
+int local_exit() {
+  auto& st = state();
+  if (st.watcher) {
+    st.watcher->stop();
+    st.watcher.reset();
+  }
+  if (!st.protected_step) return ESPANK_SUCCESS;
+  const auto step = *st.protected_step;
+  st.protected_step.reset();
+
+  // srun blocks these and would act on them only after this hook: take them
+  // here, as "stop, do not relaunch".
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  say("step %u.%u ended; waiting for the controller's verdict (run %s, attempt %u)", step.job_id,
+      step.step_id, step.run_id.c_str(), step.attempt);
+  auto last_answer = std::chrono::steady_clock::now();
+  std::string last_message;
+  bool said_unreachable = false;
+  for (;;) {
+    try {
+      const auto answer = ask(st.config, "verdict", step_fields(step, true));
+      last_answer = std::chrono::steady_clock::now();
+      said_unreachable = false;
+      if (answer.verdict == Verdict::relaunch) {
+        relaunch(step, answer.relaunch);
+        return kFailure;
+      }
+      if (answer.verdict == Verdict::no_fault) return ESPANK_SUCCESS;
+      if (is_final(answer.verdict)) {
+        say_verdict(step, answer);
+        std::fflush(nullptr);
+        _exit(verdict_exit_status(answer.verdict).value_or(kExitGiveUp));
+      }
+      if (answer.message != last_message) {
+        say("waiting: %s", answer.message.c_str());
+        last_message = answer.message;
+      }
+    } catch (const std::exception& e) {
+      const auto silent = std::chrono::steady_clock::now() - last_answer;
+      if (silent > kUnreachableLimit) {
+        say("no verdict from the controller at %s for %lld s (%s); not relaunching",
+            st.config.controller.str().c_str(),
+            static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(silent).count()),
+            e.what());
+        return ESPANK_SUCCESS;
+      }
+      if (!said_unreachable) {
+        say("cannot ask the controller at %s (%s); trying again", st.config.controller.str().c_str(),
+            e.what());
+        said_unreachable = true;
+      }
+    }
+    const timespec wait{0, std::chrono::duration_cast<std::chrono::nanoseconds>(kEndedPoll).count()};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &wait);
+    if (sig > 0) {
+      const char* name = sigabbrev_np(sig);
+      const std::string reason = std::string("srun got ") +
+                                 (name != nullptr ? std::string("SIG") + name : "a signal") +
+                                 " while waiting for the verdict";
+      try {
+        auto fields = step_fields(step, true);
+        fields["reason"] = reason;
+        ask(st.config, "cancel", fields);
+      } catch (const std::exception& e) {
+        say("could not tell the controller (%s)", e.what());
+      }
+      say("%s: not relaunching step %u.%u", reason.c_str(), step.job_id, step.step_id);
+      std::fflush(nullptr);
+      _exit(kExitCancelled);
+    }
+  }
+}
+
+}  // namespace ar::spank
