@@ -50,8 +50,10 @@ std::string key(const StoredStep& step) {
 struct DecidedMeanwhile {};
 
 constexpr milliseconds kRestartTimeout{60'000};
-// How long a relaunch waits for the old step to leave the nodes.
-constexpr seconds kOldStepGrace{30};
+// How long a relaunch waits for the old step to leave the nodes. Its tasks
+// are gone within a second of the SIGKILL; its record may stay for minutes
+// when its first node died, which the relaunch's --overlap allows for.
+constexpr seconds kOldStepGrace{5};
 // A provider that failed is asked again after this long.
 constexpr seconds kProviderRetry{10};
 
@@ -61,7 +63,9 @@ Engine::Engine(Store& store, const DaemonConfig& config) : store_(store), config
 
 Engine::~Engine() { stop(); }
 
-void Engine::start() { thread_ = std::thread([this] { run(); }); }
+void Engine::start() {
+  thread_ = std::thread([this] { run(); });
+}
 
 void Engine::stop() {
   {
@@ -193,7 +197,8 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   if (!job || !job->running) {
     if (job && job->pending && job->restart_count > 0)
       decide(step, "requeued",
-             fmt::format("Slurm requeued job {}; it restarts from its batch script", step.step.job_id));
+             fmt::format("Slurm requeued job {}; it restarts from its batch script",
+                         step.step.job_id));
     else
       decide(step, "cancelled",
              fmt::format("job {} is {}", step.step.job_id, job ? job->state : "gone"));
@@ -203,7 +208,8 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   if (!found.empty()) {
     std::vector<std::string> what;
     for (const auto& f : found)
-      what.push_back(fmt::format("{}: {}", f["node"].get<std::string>(), f["why"].get<std::string>()));
+      what.push_back(
+          fmt::format("{}: {}", f["node"].get<std::string>(), f["why"].get<std::string>()));
     step.state = step_state::kRepairing;
     step.phase = "detected";
     step.repair = {{"failed", std::move(found)}, {"started_at", now_unix()}};
@@ -215,8 +221,7 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   }
   if (step.state == step_state::kEnded &&
       (now_unix() - step.ended_at) * 1000 >= config_.end_window.count())
-    decide(step, "no_fault",
-           "no node of the step failed; srun keeps the step's own exit status");
+    decide(step, "no_fault", "no node of the step failed; srun keeps the step's own exit status");
 }
 
 void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
@@ -245,10 +250,10 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
     }
     const bool batch_host_failed = job.batch && contains(failed, job.batch_host);
     if (job.has_gres || batch_host_failed) {
-      const auto why = job.has_gres
-                           ? fmt::format("job {} holds GRES, which Slurm cannot move to other nodes",
-                                         job.job_id)
-                           : fmt::format("the batch host {} failed", job.batch_host);
+      const auto why =
+          job.has_gres
+              ? fmt::format("job {} holds GRES, which Slurm cannot move to other nodes", job.job_id)
+              : fmt::format("the batch host {} failed", job.batch_host);
       if (!job.batch) {
         decide(step, "give_up", why + "; a salloc job cannot be requeued");
       } else if (!job.requeue) {
@@ -284,13 +289,14 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
   for (const auto& f : step.repair["failed"]) {
     const std::string node = f["node"];
     try {
-      slurm::set_node_fail(node, fmt::format("auto-resume: {} (job {})",
-                                             f["why"].get<std::string>(), job.job_id));
+      slurm::set_node_fail(
+          node, fmt::format("auto-resume: {} (job {})", f["why"].get<std::string>(), job.job_id));
     } catch (const slurm::SlurmError& e) {
       notes.push_back(e.what());  // the node may be gone from slurm.conf: the shrink matters
     }
   }
-  if (keep.size() != job.hosts.size()) slurm::shrink_job(job.job_id, slurm::compress_hostlist(keep));
+  if (keep.size() != job.hosts.size())
+    slurm::shrink_job(job.job_id, slurm::compress_hostlist(keep));
   slurm::kill_step(job.job_id, step.step.step_id);
   step.phase = "node_out";
   save(step, "node_out",
@@ -341,7 +347,8 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
   }
   if (chosen.size() >= failed.size()) {
     step.phase = "replaced";
-    save(step, "replaced_all", fmt::format("replacements for job {}: {}", job.job_id, join(chosen)));
+    save(step, "replaced_all",
+         fmt::format("replacements for job {}: {}", job.job_id, join(chosen)));
     return true;
   }
   if (config_.local_restart_command.empty()) return false;  // wait for an idle node
@@ -409,7 +416,8 @@ bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
     }
     slurm::merge_expand_helper(helper, job.job_id);
     repair["merged"].push_back(node);
-    save(step, "merged", fmt::format("{} merged into job {} (helper job {})", node, job.job_id, helper));
+    save(step, "merged",
+         fmt::format("{} merged into job {} (helper job {})", node, job.job_id, helper));
   }
   const auto now = slurm::load_job(job.job_id);
   step.phase = "expanded";
@@ -432,10 +440,10 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
                                       DaemonConfig::kMaxBackoff);
   if (waited < delay.count()) return;
   step.repair["relaunch"] = {{"nodelist", job.nodes}, {"num_nodes", job.hosts.size()}};
-  decide(step, "relaunch",
-         fmt::format("relaunching run {} as attempt {} on {}{}", step.step.run_id, next, job.nodes,
-                     delay.count() > 0 ? fmt::format(" after a backoff of {} s", delay.count())
-                                       : ""));
+  decide(
+      step, "relaunch",
+      fmt::format("relaunching run {} as attempt {} on {}{}", step.step.run_id, next, job.nodes,
+                  delay.count() > 0 ? fmt::format(" after a backoff of {} s", delay.count()) : ""));
 }
 
 void Engine::decide(StoredStep& step, const char* verdict, const std::string& message) {

@@ -124,7 +124,8 @@ asio::awaitable<void> Server::session(tcp::socket plain_socket) {
       std::string line(buffer.data(), n - 1);
       if (!line.empty() && line.back() == '\r') line.pop_back();
       buffer.erase(0, n);
-      reply = co_await asio::co_spawn(workers_, answer_on_worker(std::move(line)), net::use_awaitable);
+      reply =
+          co_await asio::co_spawn(workers_, answer_on_worker(std::move(line)), net::use_awaitable);
     }
     boost::system::error_code write_error;
     co_await asio::async_write(socket, asio::buffer(reply),

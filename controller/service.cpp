@@ -118,12 +118,11 @@ StoredStep Service::owned_step(const json& body, uid_t caller) {
   const auto attempt = proto::get_u32(body, "attempt");
   auto step = store_.find(run_id, attempt);
   if (!step)
-    throw ProtocolError(code::kNotFound,
-                        fmt::format("no step is registered as run '{}' attempt {}", run_id, attempt));
+    throw ProtocolError(code::kNotFound, fmt::format("no step is registered as run '{}' attempt {}",
+                                                     run_id, attempt));
   if (step->uid != caller && !privileged(caller))
-    throw ProtocolError(code::kForbidden,
-                        fmt::format("run '{}' belongs to uid {}, not to uid {}", run_id, step->uid,
-                                    caller));
+    throw ProtocolError(code::kForbidden, fmt::format("run '{}' belongs to uid {}, not to uid {}",
+                                                      run_id, step->uid, caller));
   return *step;
 }
 
@@ -144,7 +143,8 @@ json Service::do_verdict(const json& body, uid_t caller) {
   if (step.state == step_state::kDecided) {
     reply["verdict"] = step.verdict;
     reply["message"] = step.message;
-    if (step.verdict == "relaunch") reply["relaunch"] = step.repair.value("relaunch", json::object());
+    if (step.verdict == "relaunch")
+      reply["relaunch"] = step.repair.value("relaunch", json::object());
   } else if (step.state == step_state::kRegistered) {
     reply["verdict"] = "none";
     reply["message"] = "running";

@@ -20,7 +20,8 @@ namespace {
 
 std::string text(const char* s) { return s != nullptr ? s : ""; }
 
-using Hostlist = std::unique_ptr<std::remove_pointer_t<hostlist_t>, decltype(&slurm_hostlist_destroy)>;
+using Hostlist =
+    std::unique_ptr<std::remove_pointer_t<hostlist_t>, decltype(&slurm_hostlist_destroy)>;
 
 }  // namespace
 
@@ -170,7 +171,8 @@ void kill_step(std::uint32_t job_id, std::uint32_t step_id) {
 }
 
 void requeue(std::uint32_t job_id) {
-  if (slurm_requeue(job_id, 0) != SLURM_SUCCESS) fail("cannot requeue job " + std::to_string(job_id));
+  if (slurm_requeue(job_id, 0) != SLURM_SUCCESS)
+    fail("cannot requeue job " + std::to_string(job_id));
 }
 
 std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
@@ -205,12 +207,6 @@ void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {
   helper.min_nodes = 0;
   update_job(helper, "cannot hand the nodes of job " + std::to_string(helper_id) + " to job " +
                          std::to_string(job_id));
-  job_desc_msg_t job;
-  slurm_init_job_desc_msg(&job);
-  job.job_id = job_id;
-  job.min_nodes = INFINITE;
-  update_job(job, "cannot grow job " + std::to_string(job_id) + " by the nodes of job " +
-                      std::to_string(helper_id));
 }
 
 std::vector<std::uint32_t> live_jobs_named(const std::string& name) {

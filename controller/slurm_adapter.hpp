@@ -41,8 +41,8 @@ struct JobInfo {
   std::string account;
   std::string features;
   bool exclusive = false;
-  bool has_gres = false;  // GRES allocated: Slurm refuses to resize the job
-  bool requeue = false;   // may be requeued (not --no-requeue)
+  bool has_gres = false;      // GRES allocated: Slurm refuses to resize the job
+  bool requeue = false;       // may be requeued (not --no-requeue)
   std::int64_t end_time = 0;  // unix seconds; 0 when unknown
   std::uint32_t restart_count = 0;
   std::uint32_t num_nodes = 0;
@@ -109,7 +109,7 @@ void requeue(std::uint32_t job_id);
 std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
                                    const std::string& name);
 // Moves a running helper's nodes into the job it expands (NumNodes=0 on the
-// helper, NumNodes=ALL on the job).
+// helper); that alone adds them to the job.
 void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id);
 // Pending or running jobs named `name`.
 std::vector<std::uint32_t> live_jobs_named(const std::string& name);

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
-#include <stdexcept>
 
 namespace ar {
 
@@ -129,10 +129,11 @@ void Store::migrate() {
   std::vector<std::string> columns;
   Statement info(db_, "PRAGMA table_info(steps)");
   while (info.step()) columns.push_back(info.text(1));
-  const std::pair<const char*, const char*> added[] = {
-      {"ended_at", "INTEGER NOT NULL DEFAULT 0"}, {"verdict", "TEXT NOT NULL DEFAULT ''"},
-      {"message", "TEXT NOT NULL DEFAULT ''"},    {"phase", "TEXT NOT NULL DEFAULT ''"},
-      {"repair", "TEXT NOT NULL DEFAULT '{}'"}};
+  const std::pair<const char*, const char*> added[] = {{"ended_at", "INTEGER NOT NULL DEFAULT 0"},
+                                                       {"verdict", "TEXT NOT NULL DEFAULT ''"},
+                                                       {"message", "TEXT NOT NULL DEFAULT ''"},
+                                                       {"phase", "TEXT NOT NULL DEFAULT ''"},
+                                                       {"repair", "TEXT NOT NULL DEFAULT '{}'"}};
   for (const auto& [name, type] : added)
     if (std::find(columns.begin(), columns.end(), name) == columns.end())
       exec(("ALTER TABLE steps ADD COLUMN " + std::string(name) + " " + type).c_str());
@@ -205,10 +206,10 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
     StoredStep stored;
     stored.step = step;
     stored.uid = uid;
-    insert_event(now, stored,
-                 {"registered", "step " + std::to_string(step.job_id) + "." +
-                                    std::to_string(step.step_id) + " attempt " +
-                                    std::to_string(step.attempt) + " on " + step.nodelist});
+    insert_event(
+        now, stored,
+        {"registered", "step " + std::to_string(step.job_id) + "." + std::to_string(step.step_id) +
+                           " attempt " + std::to_string(step.attempt) + " on " + step.nodelist});
     return Insert::created;
   });
 }

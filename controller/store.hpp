@@ -32,11 +32,11 @@ struct StoredStep {
   proto::StepRegistration step;
   uid_t uid = 0;
   std::string state;
-  std::int64_t created_at = 0;  // unix seconds
-  std::int64_t ended_at = 0;    // when srun reported the end; 0 while it runs
-  std::string verdict;          // set once decided
-  std::string message;          // the verdict's explanation, for srun's stderr
-  std::string phase;            // how far a repair got (resumed after a restart)
+  std::int64_t created_at = 0;                 // unix seconds
+  std::int64_t ended_at = 0;                   // when srun reported the end; 0 while it runs
+  std::string verdict;                         // set once decided
+  std::string message;                         // the verdict's explanation, for srun's stderr
+  std::string phase;                           // how far a repair got (resumed after a restart)
   proto::json repair = proto::json::object();  // the repair's facts (failed nodes, helper job...)
 };
 

@@ -131,8 +131,7 @@ int local_user_init(spank_t sp) {
   // A relaunch carries the run on; a marker from another job (an exported
   // environment) starts a new run.
   const auto& marker = st.relaunch;
-  const bool continues =
-      marker && marker->run_id.starts_with(std::to_string(step.job_id) + ".");
+  const bool continues = marker && marker->run_id.starts_with(std::to_string(step.job_id) + ".");
   step.run_id = continues ? marker->run_id : new_run_id(step.job_id, step.step_id);
   step.attempt = continues ? marker->attempt : 0;
   step.argv = own_argv();

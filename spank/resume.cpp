@@ -3,15 +3,17 @@
 // it: run the step again by executing srun anew, or end with the verdict's
 // exit status and a message.
 
+#include "autoresume/resume.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <cstdarg>
 #include <chrono>
 #include <condition_variable>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -21,7 +23,6 @@
 #include "autoresume/client.hpp"
 #include "autoresume/munge_cred.hpp"
 #include "autoresume/protocol.hpp"
-#include "autoresume/resume.hpp"
 #include "plugin.hpp"
 
 namespace ar::spank {
@@ -57,12 +58,13 @@ struct Answer {
 
 Answer ask(const PluginConfig& config, const std::string& op, proto::json fields) {
   const auto cred = munge_encode_credential(config.munge_socket, credential_payload(op));
-  const auto reply = call_controller(config.controller, config.connect_timeout, op, cred,
-                                     std::move(fields));
+  const auto reply =
+      call_controller(config.controller, config.connect_timeout, op, cred, std::move(fields));
   if (!reply.ok) throw ClientError(reply.code + ": " + reply.message);
   Answer answer;
   const auto verdict = parse_verdict(reply.result.value("verdict", std::string()));
-  if (!verdict) throw ClientError("the controller answered an unknown verdict: " + reply.result.dump());
+  if (!verdict)
+    throw ClientError("the controller answered an unknown verdict: " + reply.result.dump());
   answer.verdict = *verdict;
   answer.message = reply.result.value("message", std::string());
   answer.relaunch = reply.result.value("relaunch", proto::json::object());
@@ -96,7 +98,8 @@ void relaunch(const ProtectedStep& step, const proto::json& plan) {
   }
   // The variables Slurm's own resize script sets; the task counts follow
   // from them, as the node count is the same as before.
-  for (const auto* name : {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}) setenv(name, nodelist.c_str(), 1);
+  for (const auto* name : {"SLURM_JOB_NODELIST", "SLURM_NODELIST"})
+    setenv(name, nodelist.c_str(), 1);
   for (const auto* name : {"SLURM_JOB_NUM_NODES", "SLURM_NNODES"}) setenv(name, nodes.c_str(), 1);
   if (step.own_master_port) unsetenv("MASTER_PORT");
   const RelaunchMarker marker{step.run_id, step.attempt + 1, step.own_master_port};
@@ -238,17 +241,19 @@ int local_exit() {
       if (silent > kUnreachableLimit) {
         say("no verdict from the controller at %s for %lld s (%s); not relaunching",
             st.config.controller.str().c_str(),
-            static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(silent).count()),
+            static_cast<long long>(
+                std::chrono::duration_cast<std::chrono::seconds>(silent).count()),
             e.what());
         return ESPANK_SUCCESS;
       }
       if (!said_unreachable) {
-        say("cannot ask the controller at %s (%s); trying again", st.config.controller.str().c_str(),
-            e.what());
+        say("cannot ask the controller at %s (%s); trying again",
+            st.config.controller.str().c_str(), e.what());
         said_unreachable = true;
       }
     }
-    const timespec wait{0, std::chrono::duration_cast<std::chrono::nanoseconds>(kEndedPoll).count()};
+    const timespec wait{0,
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(kEndedPoll).count()};
     const int sig = sigtimedwait(&stop_signals, nullptr, &wait);
     if (sig > 0) {
       const char* name = sigabbrev_np(sig);

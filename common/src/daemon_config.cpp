@@ -41,9 +41,8 @@ std::vector<std::string> parse_command(const std::string& key, std::string_view 
   }
   if (words.empty()) throw ConfigError(key + " is empty");
   parse_absolute_path(key, words.front());
-  if (std::ranges::none_of(words, [](const std::string& w) {
-        return w.find("{node}") != std::string::npos;
-      }))
+  if (std::ranges::none_of(
+          words, [](const std::string& w) { return w.find("{node}") != std::string::npos; }))
     throw ConfigError(key + " '" + std::string(value) + "' does not name the node ({node})");
   return words;
 }

@@ -91,7 +91,8 @@ std::uint32_t get_u32(const json& body, const char* field) {
 bool get_bool(const json& body, const char* field, bool fallback) {
   const auto it = body.find(field);
   if (it == body.end()) return fallback;
-  if (!it->is_boolean()) bad(std::string("field '") + field + "' must be true or false, got " + it->dump());
+  if (!it->is_boolean())
+    bad(std::string("field '") + field + "' must be true or false, got " + it->dump());
   return it->get<bool>();
 }
 

@@ -20,6 +20,7 @@ constexpr std::array<std::pair<Verdict, std::string_view>, 7> kVerdictNames{{
 }};
 
 constexpr std::string_view kAppendOption = "--open-mode=append";
+constexpr std::string_view kOverlapOption = "--overlap";
 
 }  // namespace
 
@@ -96,8 +97,9 @@ std::optional<RelaunchMarker> RelaunchMarker::decode(std::string_view text) {
 
 std::vector<std::string> relaunch_argv(std::vector<std::string> argv) {
   if (argv.empty()) return argv;
-  if (std::find(argv.begin(), argv.end(), kAppendOption) == argv.end())
-    argv.insert(argv.begin() + 1, std::string(kAppendOption));
+  for (const auto option : {kOverlapOption, kAppendOption})
+    if (std::find(argv.begin(), argv.end(), option) == argv.end())
+      argv.insert(argv.begin() + 1, std::string(option));
   return argv;
 }
 

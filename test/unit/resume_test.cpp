@@ -60,7 +60,8 @@ TEST_CASE("only a health check's FAIL mark interrupts a step", "[resume]") {
   node.reason = "maintenance";
   CHECK_FALSE(ar::node_fault(node, 3));
   node.reason = "Action:Replace gpu: XID 79 on GPU 3";
-  CHECK(ar::node_fault(node, 3).value() == "a health check failed: Action:Replace gpu: XID 79 on GPU 3");
+  CHECK(ar::node_fault(node, 3).value() ==
+        "a health check failed: Action:Replace gpu: XID 79 on GPU 3");
   node.fail = false;
   CHECK_FALSE(ar::node_fault(node, 3));
 }
@@ -89,10 +90,11 @@ TEST_CASE("the relaunch marker round-trips and refuses garbage", "[resume]") {
     CHECK_FALSE(ar::RelaunchMarker::decode(bad));
 }
 
-TEST_CASE("a relaunch appends to output files, once", "[resume]") {
+TEST_CASE("a relaunch appends to output files and overlaps the killed step, once", "[resume]") {
   using V = std::vector<std::string>;
   CHECK(ar::relaunch_argv({"srun", "-o", "out", "train.sh"}) ==
-        V{"srun", "--open-mode=append", "-o", "out", "train.sh"});
-  CHECK(ar::relaunch_argv({"srun", "--open-mode=append", "x"}) == V{"srun", "--open-mode=append", "x"});
+        V{"srun", "--open-mode=append", "--overlap", "-o", "out", "train.sh"});
+  const V again{"srun", "--open-mode=append", "--overlap", "x"};
+  CHECK(ar::relaunch_argv(again) == again);
   CHECK(ar::relaunch_argv({}).empty());
 }

@@ -70,7 +70,10 @@ struct RelaunchMarker {
 };
 
 // srun's arguments for a relaunch: the same, with output files opened in
-// append mode so that the earlier attempts' output stays.
+// append mode so that the earlier attempts' output stays, and --overlap:
+// when a step's first node dies, Slurm 22.05 keeps the killed step's record
+// (and its CPUs) on the surviving nodes for minutes, as their completion
+// messages are routed through the dead node.
 std::vector<std::string> relaunch_argv(std::vector<std::string> argv);
 
 }  // namespace ar
