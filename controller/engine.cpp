@@ -235,20 +235,26 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
   if (step.phase == "detected") {
     const auto failed = names(step.repair["failed"], "node");
     const auto next = step.step.attempt + 1;
-    if (next > config_.max_attempts) {
-      decide(step, "give_up",
-             fmt::format("run {} was relaunched {} times already (max_attempts={})",
-                         step.step.run_id, step.step.attempt, config_.max_attempts));
-      return;
-    }
-    if (job.end_time > 0 && job.end_time - now_unix() < whole_seconds(config_.min_time_left)) {
-      decide(step, "give_up",
-             fmt::format("only {} s of job {}'s time limit are left (min_time_left={} s)",
-                         std::max<std::int64_t>(0, job.end_time - now_unix()), job.job_id,
-                         whole_seconds(config_.min_time_left)));
-      return;
-    }
+    // No relaunch, but the failed node still leaves the job (so that Slurm
+    // does not kill it) and the step ends at once: the batch script goes on
+    // with srun's give_up status.
+    std::string give_up;
+    if (next > config_.max_attempts)
+      give_up = fmt::format("run {} was relaunched {} times already (max_attempts={})",
+                            step.step.run_id, step.step.attempt, config_.max_attempts);
+    else if (job.end_time > 0 && job.end_time - now_unix() < whole_seconds(config_.min_time_left))
+      give_up = fmt::format("only {} s of job {}'s time limit are left (min_time_left={} s)",
+                            std::max<std::int64_t>(0, job.end_time - now_unix()), job.job_id,
+                            whole_seconds(config_.min_time_left));
     const bool batch_host_failed = job.batch && contains(failed, job.batch_host);
+    if (!give_up.empty()) {
+      // A GRES job's nodes cannot change, nor can a batch host leave its job.
+      if (job.has_gres || batch_host_failed)
+        decide(step, "give_up", give_up);
+      else if (take_out(step, job))
+        decide(step, "give_up", give_up + "; the failed node left the job");
+      return;
+    }
     if (job.has_gres || batch_host_failed) {
       const auto why =
           job.has_gres
@@ -259,10 +265,12 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
       } else if (!job.requeue) {
         decide(step, "give_up", why + "; the job was submitted with --no-requeue");
       } else {
+        slurm::requeue(job.job_id);
+        // DOWN, not FAIL: the requeued job would otherwise wait for the dead
+        // node's epilog until Slurm itself gives up on the node.
         for (const auto& node : failed)
           if (contains(job.hosts, node))
-            slurm::set_node_fail(node, fmt::format("auto-resume: failed under job {}", job.job_id));
-        slurm::requeue(job.job_id);
+            slurm::set_node_down(node, fmt::format("auto-resume: failed under job {}", job.job_id));
         decide(step, "requeued",
                why + fmt::format(": job {} was requeued and restarts from its batch script",
                                  job.job_id));

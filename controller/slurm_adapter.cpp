@@ -140,6 +140,10 @@ void set_node_fail(const std::string& node, const std::string& reason) {
   update_node(node, NODE_STATE_FAIL, reason);
 }
 
+void set_node_down(const std::string& node, const std::string& reason) {
+  update_node(node, NODE_STATE_DOWN, reason);
+}
+
 void resume_node(const std::string& node) { update_node(node, NODE_RESUME, ""); }
 
 void shrink_job(std::uint32_t job_id, const std::string& nodelist) {

@@ -92,6 +92,8 @@ class NodeWatcher {
 
 // Node state changes, with the reason Slurm shows.
 void set_node_fail(const std::string& node, const std::string& reason);
+// DOWN: Slurm stops waiting for the node (e.g. for a requeued job's epilog).
+void set_node_down(const std::string& node, const std::string& reason);
 void resume_node(const std::string& node);
 
 // Shrinks a running job to `nodelist` (its other nodes leave it).

@@ -130,7 +130,7 @@ free_port() {
 # (state under $WORK/state, log in $WORK/controller.log), point the plugin
 # (with any further plugstack arguments) and the CLI at it, and wait until it
 # answers. CONTROLLER_PID is its process. CONTROLLER_CONF: more lines for
-# its config file. Failed nodes are replaced by restarting their slurmd.
+# its config file. Failed nodes are replaced by restarting them (a reboot).
 controller_up() {
   : "${AR_DAEMON:?}" "${AR_CLI:?}"
   CONTROLLER_PORT=${CONTROLLER_PORT:-$(free_port)}
@@ -139,7 +139,7 @@ provider=local
 listen=127.0.0.1:$CONTROLLER_PORT
 state_dir=$WORK/state
 munge_socket=$CLUSTER/munge/munge.sock
-local_restart_command=$CLUSTER_CMD restart-node $CLUSTER {node}
+local_restart_command=$CLUSTER_CMD restart-node $CLUSTER {node} --kill
 ${CONTROLLER_CONF:-}
 CONF
   "$AR_DAEMON" --config "$WORK/auto-resumed.conf" >>"$WORK/controller.log" 2>&1 &
@@ -227,3 +227,30 @@ live_pids() {
     echo "$pid"
   done
 }
+
+# make_training_step: $WORK/step.sh CKPT STEPS, a stand-in for training run
+# by srun: rank 0 checkpoints the step reached into CKPT every 0.25 s; every
+# rank starts from the checkpoint and prints one line saying so.
+make_training_step() {
+  cat >"$WORK/step.sh" <<'SCRIPT'
+#!/bin/bash
+ckpt=$1 steps=$2
+start=0
+[[ -f $ckpt ]] && start=$(<"$ckpt")
+echo "attempt=${AUTO_RESUME_ATTEMPT:-} restarts=${SLURM_RESTART_COUNT:-0} rank=$SLURM_PROCID node=$SLURMD_NODENAME nodes=${NODE_LIST:-} master=${MASTER_ADDR:-} start=$start"
+for ((i = start + 1; i <= steps; i++)); do
+  sleep 0.25
+  if ((SLURM_PROCID == 0)); then echo "$i" >"$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; fi
+done
+if ((SLURM_PROCID == 0)); then echo "done at step $steps"; fi
+SCRIPT
+  chmod +x "$WORK/step.sh"
+}
+# checkpoint: the step in $WORK/ckpt (0 without one); past N: it is >= N.
+checkpoint() { cat "$WORK/ckpt" 2>/dev/null || echo 0; }
+past() { (($(checkpoint) >= $1)); }
+
+# job_field FIELD: a field of $job from scontrol; job_ended: $job is over.
+job_field() { scontrol -o show job "$job" | grep -o " $1=[^ ]*" | cut -d= -f2-; }
+job_ended() { [[ $(job_field JobState) =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$ ]]; }
+node_addr() { scontrol -o show node "$1" | grep -o ' NodeAddr=[^ ]*' | cut -d= -f2; }

@@ -46,4 +46,12 @@ start=$SECONDS
 wait_until 60 "node2 idle after thaw-node" node_is node2 idle
 note "node2 idle $((SECONDS - start))s after thaw-node"
 srun -N4 true || fail "a 4-node step failed after the faults"
+
+# restart-node refuses a frozen node; with --kill it reboots it.
+"$CLUSTER_CMD" freeze-node "$CLUSTER" node4 >/dev/null
+if "$CLUSTER_CMD" restart-node "$CLUSTER" node4 2>refused.txt; then fail "restart-node took a frozen node"; fi
+assert_contains refused.txt "node4 is frozen" "restart-node's refusal"
+"$CLUSTER_CMD" restart-node "$CLUSTER" node4 --kill --wait >/dev/null
+[[ -z $(ps -o stat= $(live_pids "$CLUSTER" node4) | grep T) ]] || fail "a stopped process of node4 survived restart-node --kill"
+srun -N1 -w node4 true || fail "a step on node4 failed after restart-node --kill"
 note "ok"

@@ -16,33 +16,14 @@ cluster_up --nodes 4 --accounting
 CONTROLLER_CONF=$'backoff=1\nend_window=2' controller_up
 cd "$WORK" || exit
 
-cat >step.sh <<'SCRIPT'
-#!/bin/bash
-# A stand-in for training: rank 0 checkpoints the step reached; every rank
-# starts from the checkpoint.
-ckpt=$1 steps=$2
-start=0
-[[ -f $ckpt ]] && start=$(<"$ckpt")
-echo "attempt=$AUTO_RESUME_ATTEMPT rank=$SLURM_PROCID node=$SLURMD_NODENAME nodes=$NODE_LIST master=$MASTER_ADDR start=$start"
-for ((i = start + 1; i <= steps; i++)); do
-  sleep 0.25
-  if ((SLURM_PROCID == 0)); then echo "$i" >"$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; fi
-done
-if ((SLURM_PROCID == 0)); then echo "done at step $steps"; fi
-SCRIPT
-chmod +x step.sh
+make_training_step
 cat >job.sh <<SCRIPT
 #!/bin/bash
 srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt 60
 echo "srun exit \$?"
 SCRIPT
 
-checkpoint() { cat ckpt 2>/dev/null || echo 0; }
-past() { (($(checkpoint) >= $1)); }
 started() { [[ $(grep -c "attempt=$1 " step.out 2>/dev/null) == 4 ]]; }
-job_field() { scontrol -o show job "$job" | grep -o " $1=[^ ]*" | cut -d= -f2-; }
-job_ended() { [[ $(job_field JobState) =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL)$ ]]; }
-node_addr() { scontrol -o show node "$1" | grep -o ' NodeAddr=[^ ]*' | cut -d= -f2; }
 
 job=$(sbatch --parsable -N4 -o job.out job.sh)
 wait_until 60 "attempt 0 on 4 nodes" started 0
@@ -78,7 +59,7 @@ resumed2=$(grep -o "^0: attempt=2 .* start=[0-9]*" step.out | grep -o '[0-9]*$')
 # The last attempt saw the live allocation.
 live=$(scontrol show hostnames "$(job_field NodeList)" | paste -sd,)
 first=$(scontrol show hostnames "$(job_field NodeList)" | head -n 1)
-assert_contains step.out "^0: attempt=2 rank=0 node=[a-z0-9]+ nodes=$live master=$(node_addr "$first") " "attempt 2's environment"
+assert_contains step.out "^0: attempt=2 restarts=0 rank=0 node=[a-z0-9]+ nodes=$live master=$(node_addr "$first") " "attempt 2's environment"
 # sacct keeps a record per resize (documented in docs/resume.md).
 sacct -n -X -j "$job" -o State | tr -d ' ' >sacct.txt
 assert_eq "$(tail -n 1 sacct.txt)" COMPLETED "sacct's last record of the job"

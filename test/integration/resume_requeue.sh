@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Where Slurm cannot repair a job in place, auto-resume requeues it: the
+# batch host itself killed (the batch script dies with it), and a job holding
+# GRES (Slurm refuses to change its nodes). Both restart from their batch
+# script and complete from their checkpoint, SLURM_RESTART_COUNT=1. A GRES
+# job submitted with --no-requeue is left alone, with a clear message.
+# cred_expire 5 and a scheduler pass every second keep the requeued job's
+# hold short (Slurm's default would hold it 121 s).
+# shellcheck source=test/integration/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+cluster_up --nodes 5 --gpus 1 --cred-expire 5 \
+  --conf-line 'SchedulerParameters=permit_job_expansion,sched_interval=1'
+CONTROLLER_CONF='end_window=1' controller_up
+cd "$WORK" || exit
+make_training_step
+runs() { grep -c "^0: attempt=0 restarts=$1 " "$2" 2>/dev/null || true; }
+
+# 1. The batch host dies: requeued.
+cat >host.sh <<SCRIPT
+#!/bin/bash
+echo "batch script on \$SLURMD_NODENAME, restart \${SLURM_RESTART_COUNT:-0}"
+srun --auto-resume=1 -l $WORK/step.sh $WORK/ckpt 40
+echo "srun exit \$?"
+SCRIPT
+job=$(sbatch --parsable -N3 --open-mode=append -o host.out host.sh)
+wait_until 60 "the first run to reach step 5" past 5
+batch_host=$(job_field BatchHost)
+"$CLUSTER_CMD" kill-node "$CLUSTER" "$batch_host" >/dev/null
+wait_until 120 "the requeued job to end" job_ended
+cat host.out
+assert_eq "$(job_field JobState)" COMPLETED "the requeued job's state"
+assert_eq "$(job_field Restarts)" 1 "the job's restart count"
+assert_contains host.out "^batch script on node[0-9], restart 1$" "the second run's batch script"
+assert_contains host.out "^0: attempt=0 restarts=1 .* start=([5-9]|[1-3][0-9])$" "the second run resuming from the checkpoint"
+assert_contains host.out "^0: done at step 40$" "the second run"
+"$AR_CLI" events >events.txt
+assert_contains events.txt "job $job [^ ]+ requeued: the batch host $batch_host failed: job $job was requeued" "the controller's events"
+
+# 2. A GRES job loses a node other than its batch host: requeued.
+rm -f ckpt
+cat >gres.sh <<SCRIPT
+#!/bin/bash
+srun --auto-resume=1 -l $WORK/step.sh $WORK/ckpt 40
+echo "srun exit \$?"
+SCRIPT
+job=$(sbatch --parsable -N2 --gres=gpu:1 --open-mode=append -o gres.out gres.sh)
+wait_until 60 "the GRES job to reach step 5" past 5
+victim=$(scontrol show hostnames "$(job_field NodeList)" | grep -vx "$(job_field BatchHost)")
+"$CLUSTER_CMD" kill-node "$CLUSTER" "$victim" >/dev/null
+wait_until 120 "the requeued GRES job to end" job_ended
+cat gres.out
+assert_eq "$(job_field JobState)" COMPLETED "the GRES job's state"
+assert_eq "$(job_field Restarts)" 1 "the GRES job's restart count"
+assert_contains gres.out "^0: attempt=0 restarts=1 .* start=([5-9]|[1-3][0-9])$" "the GRES job's second run"
+"$AR_CLI" events >events.txt
+assert_contains events.txt "job $job [^ ]+ requeued: job $job holds GRES, which Slurm cannot move to other nodes: job $job was requeued" "the controller's events"
+
+# 3. The same with --no-requeue: not requeued, and srun says why.
+rm -f ckpt
+job=$(sbatch --parsable -N2 --gres=gpu:1 --no-requeue -o norequeue.out gres.sh)
+wait_until 60 "the --no-requeue job to reach step 3" past 3
+victim=$(scontrol show hostnames "$(job_field NodeList)" | grep -vx "$(job_field BatchHost)")
+"$CLUSTER_CMD" kill-node "$CLUSTER" "$victim" >/dev/null
+wait_until 60 "srun's give_up message" grep -q "give_up: job $job holds GRES" norequeue.out
+cat norequeue.out
+assert_contains norequeue.out "auto_resume: step $job\.0 \(run $job\.0-[0-9a-f]{8}, attempt 0\): give_up: job $job holds GRES, which Slurm cannot move to other nodes; the job was submitted with --no-requeue" "srun's message"
+assert_eq "$(job_field Restarts)" 0 "the --no-requeue job's restart count"
+scancel "$job"
+note "ok"
