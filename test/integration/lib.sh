@@ -251,6 +251,6 @@ checkpoint() { cat "$WORK/ckpt" 2>/dev/null || echo 0; }
 past() { (($(checkpoint) >= $1)); }
 
 # job_field FIELD: a field of $job from scontrol; job_ended: $job is over.
-job_field() { scontrol -o show job "$job" | grep -o " $1=[^ ]*" | cut -d= -f2-; }
+job_field() { scontrol -o show job "${job:?}" | grep -o " $1=[^ ]*" | cut -d= -f2-; }
 job_ended() { [[ $(job_field JobState) =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$ ]]; }
 node_addr() { scontrol -o show node "$1" | grep -o ' NodeAddr=[^ ]*' | cut -d= -f2; }

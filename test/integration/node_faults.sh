@@ -52,6 +52,8 @@ srun -N4 true || fail "a 4-node step failed after the faults"
 if "$CLUSTER_CMD" restart-node "$CLUSTER" node4 2>refused.txt; then fail "restart-node took a frozen node"; fi
 assert_contains refused.txt "node4 is frozen" "restart-node's refusal"
 "$CLUSTER_CMD" restart-node "$CLUSTER" node4 --kill --wait >/dev/null
-[[ -z $(ps -o stat= $(live_pids "$CLUSTER" node4) | grep T) ]] || fail "a stopped process of node4 survived restart-node --kill"
+for pid in $(live_pids "$CLUSTER" node4); do
+  [[ $(awk '{print $3}' "/proc/$pid/stat") != T ]] || fail "a stopped process of node4 survived restart-node --kill"
+done
 srun -N1 -w node4 true || fail "a step on node4 failed after restart-node --kill"
 note "ok"
