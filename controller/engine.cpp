@@ -248,10 +248,12 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
                             whole_seconds(config_.min_time_left));
     const bool batch_host_failed = job.batch && contains(failed, job.batch_host);
     if (!give_up.empty()) {
-      // A GRES job's nodes cannot change, nor can a batch host leave its job.
-      if (job.has_gres || batch_host_failed)
+      // A GRES job's nodes cannot change, nor can a batch host leave its
+      // job; the step still ends, so that srun does not wait for a dead node.
+      if (job.has_gres || batch_host_failed) {
+        slurm::kill_step(job.job_id, step.step.step_id);
         decide(step, "give_up", give_up);
-      else if (take_out(step, job))
+      } else if (take_out(step, job))
         decide(step, "give_up", give_up + "; the failed node left the job");
       return;
     }
@@ -260,10 +262,11 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
           job.has_gres
               ? fmt::format("job {} holds GRES, which Slurm cannot move to other nodes", job.job_id)
               : fmt::format("the batch host {} failed", job.batch_host);
-      if (!job.batch) {
-        decide(step, "give_up", why + "; a salloc job cannot be requeued");
-      } else if (!job.requeue) {
-        decide(step, "give_up", why + "; the job was submitted with --no-requeue");
+      if (!job.batch || !job.requeue) {
+        slurm::kill_step(job.job_id, step.step.step_id);
+        decide(step, "give_up",
+               why + (job.batch ? "; the job was submitted with --no-requeue"
+                                : "; a salloc job cannot be requeued"));
       } else {
         slurm::requeue(job.job_id);
         // DOWN, not FAIL: the requeued job would otherwise wait for the dead

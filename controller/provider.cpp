@@ -45,6 +45,9 @@ std::string run_restart_command(const std::vector<std::string>& command, const s
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
+  // Nothing of the daemon's (its listening socket above all) may outlive it
+  // in a command that runs on after a restart.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // Its own process group, so that a timeout kills what it started too.

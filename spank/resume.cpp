@@ -174,8 +174,11 @@ class VerdictWatcher {
           return;  // failed: the exit hook tells the rest
         }
         if (is_final(answer.verdict)) {
+          // The controller ended the step (or Slurm is ending the job):
+          // srun need not wait for tasks on a dead node.
           say_verdict(step_, answer);
-          return;  // the exit hook acts on it when the step ends
+          std::fflush(nullptr);
+          _exit(verdict_exit_status(answer.verdict).value_or(kExitGiveUp));
         }
       } catch (const std::exception&) {
         // Asked again in a second; the exit hook reports a lasting failure.

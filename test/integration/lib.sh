@@ -130,7 +130,8 @@ free_port() {
 # (state under $WORK/state, log in $WORK/controller.log), point the plugin
 # (with any further plugstack arguments) and the CLI at it, and wait until it
 # answers. CONTROLLER_PID is its process. CONTROLLER_CONF: more lines for
-# its config file. Failed nodes are replaced by restarting them (a reboot).
+# its config file. Failed nodes are replaced by restarting them (a reboot),
+# or by CONTROLLER_RESTART_COMMAND.
 controller_up() {
   : "${AR_DAEMON:?}" "${AR_CLI:?}"
   CONTROLLER_PORT=${CONTROLLER_PORT:-$(free_port)}
@@ -139,7 +140,7 @@ provider=local
 listen=127.0.0.1:$CONTROLLER_PORT
 state_dir=$WORK/state
 munge_socket=$CLUSTER/munge/munge.sock
-local_restart_command=$CLUSTER_CMD restart-node $CLUSTER {node} --kill
+local_restart_command=${CONTROLLER_RESTART_COMMAND:-$CLUSTER_CMD restart-node $CLUSTER {node} --kill}
 ${CONTROLLER_CONF:-}
 CONF
   "$AR_DAEMON" --config "$WORK/auto-resumed.conf" >>"$WORK/controller.log" 2>&1 &

@@ -3,7 +3,8 @@
 # batch host itself killed (the batch script dies with it), and a job holding
 # GRES (Slurm refuses to change its nodes). Both restart from their batch
 # script and complete from their checkpoint, SLURM_RESTART_COUNT=1. A GRES
-# job submitted with --no-requeue is left alone, with a clear message.
+# job submitted with --no-requeue is not requeued: its step ends and srun
+# exits 75 (give_up) with a clear message, and the batch script goes on.
 # cred_expire 5 and a scheduler pass every second keep the requeued job's
 # hold short (Slurm's default would hold it 121 s).
 # shellcheck source=test/integration/lib.sh
@@ -62,9 +63,9 @@ job=$(sbatch --parsable -N2 --gres=gpu:1 --no-requeue -o norequeue.out gres.sh)
 wait_until 60 "the --no-requeue job to reach step 3" past 3
 victim=$(scontrol show hostnames "$(job_field NodeList)" | grep -vx "$(job_field BatchHost)")
 "$CLUSTER_CMD" kill-node "$CLUSTER" "$victim" >/dev/null
-wait_until 60 "srun's give_up message" grep -q "give_up: job $job holds GRES" norequeue.out
+wait_until 60 "the batch script to go on after srun" grep -q "^srun exit" norequeue.out
 cat norequeue.out
 assert_contains norequeue.out "auto_resume: step $job\.0 \(run $job\.0-[0-9a-f]{8}, attempt 0\): give_up: job $job holds GRES, which Slurm cannot move to other nodes; the job was submitted with --no-requeue" "srun's message"
+assert_contains norequeue.out "^srun exit 75$" "srun's exit status after give_up"
 assert_eq "$(job_field Restarts)" 0 "the --no-requeue job's restart count"
-scancel "$job"
 note "ok"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# One batch job through three faults, with a controller that is killed in
+# the middle of a repair: node3 killed while the provider is still bringing
+# it back, the controller SIGKILLed then, and started again: the repair
+# completes and the step is relaunched exactly once. Then node2 is frozen
+# (no connection drops; Slurm's pings notice) and the step is resumed again.
+# Then node4 is killed with max_attempts=2 reached: no relaunch, the node
+# still leaves the job, srun exits 75 with the reason, and the batch script
+# goes on. The job is never requeued.
+# shellcheck source=test/integration/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+cluster_up --nodes 4 --accounting --slurmd-timeout 6 --message-timeout 3
+cd "$WORK" || exit
+# A provider that takes a few seconds, so that the controller dies mid-repair.
+cat >slow-restart.sh <<SCRIPT
+#!/bin/bash
+sleep 3
+exec $CLUSTER_CMD restart-node $CLUSTER "\$1" --kill
+SCRIPT
+chmod +x slow-restart.sh
+CONTROLLER_RESTART_COMMAND="$WORK/slow-restart.sh {node}"
+CONTROLLER_CONF=$'max_attempts=2\nbackoff=1'
+controller_up
+make_training_step
+cat >job.sh <<SCRIPT
+#!/bin/bash
+srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt 400
+echo "srun exit \$?"
+SCRIPT
+started() { [[ $(grep -c "attempt=$1 " step.out 2>/dev/null) == 4 ]]; }
+event() { "$AR_CLI" events | grep -qE "job $job [^ ]+ $1"; }
+
+job=$(sbatch --parsable -N4 -o job.out job.sh)
+wait_until 60 "attempt 0 to reach step 5" past 5
+
+# 1. The controller dies while the provider restarts node3.
+"$CLUSTER_CMD" kill-node "$CLUSTER" node3 >/dev/null
+wait_until 30 "node3 to be taken out" event "node_out: node3 set FAIL"
+kill -KILL "$CONTROLLER_PID"
+wait "$CONTROLLER_PID" 2>/dev/null || true
+note "controller SIGKILLed during the repair"
+controller_up
+wait_until 90 "attempt 1 on 4 nodes" started 1
+"$AR_CLI" events >events.txt
+assert_eq "$(grep -c "job $job [^ ]* relaunch: relaunching run [^ ]* as attempt 1 " events.txt)" 1 "relaunches to attempt 1"
+assert_eq "$(grep -c "job $job [^ ]* registered: step $job\.[0-9]* attempt 1 " events.txt)" 1 "registrations of attempt 1"
+
+# 2. node2 frozen: found by Slurm's pings, then resumed.
+past_now=$(checkpoint)
+wait_until 30 "attempt 1 to make progress" past $((past_now + 3))
+"$CLUSTER_CMD" freeze-node "$CLUSTER" node2 >/dev/null
+frozen=$SECONDS
+wait_until 120 "attempt 2 on 4 nodes" started 2
+note "node2 frozen: attempt 2 running $((SECONDS - frozen)) s later"
+"$AR_CLI" events >events.txt
+assert_contains events.txt "job $job [^ ]+ detected: step $job\.[0-9]+ attempt 1: node2: its slurmd is not responding" "the frozen node's detection"
+
+# 3. max_attempts reached: give_up, and the batch script goes on.
+past_now=$(checkpoint)
+wait_until 30 "attempt 2 to make progress" past $((past_now + 3))
+"$CLUSTER_CMD" kill-node "$CLUSTER" node4 >/dev/null
+wait_until 60 "the batch script to go on" grep -q "^srun exit" job.out
+cat job.out
+assert_contains job.out "give_up: run $job\.0-[0-9a-f]{8} was relaunched 2 times already \(max_attempts=2\); the failed node left the job" "srun's message"
+assert_contains job.out "^srun exit 75$" "srun's exit status"
+wait_until 30 "the job to end" job_ended
+assert_eq "$(job_field JobState)" COMPLETED "the job's state"
+assert_eq "$(job_field Restarts)" 0 "the job's restart count"
+for attempt in 0 1 2; do
+  assert_eq "$(grep -c "attempt=$attempt " step.out)" 4 "tasks of attempt $attempt in step.out"
+done
+note "ok"
