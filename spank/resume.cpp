@@ -235,7 +235,9 @@ int local_exit() {
         std::fflush(nullptr);
         _exit(verdict_exit_status(answer.verdict).value_or(kExitGiveUp));
       }
-      if (answer.message != last_message) {
+      // The usual wait after a step (looking for a node at fault) goes
+      // unsaid; a repair is worth a line per phase.
+      if (answer.message != last_message && answer.message.starts_with("repairing")) {
         say("waiting: %s", answer.message.c_str());
         last_message = answer.message;
       }

@@ -135,12 +135,14 @@ free_port() {
 controller_up() {
   : "${AR_DAEMON:?}" "${AR_CLI:?}"
   CONTROLLER_PORT=${CONTROLLER_PORT:-$(free_port)}
+  local restart="$CLUSTER_CMD restart-node $CLUSTER {node} --kill"
+  restart=${CONTROLLER_RESTART_COMMAND:-$restart}
   cat >"$WORK/auto-resumed.conf" <<CONF
 provider=local
 listen=127.0.0.1:$CONTROLLER_PORT
 state_dir=$WORK/state
 munge_socket=$CLUSTER/munge/munge.sock
-local_restart_command=${CONTROLLER_RESTART_COMMAND:-$CLUSTER_CMD restart-node $CLUSTER {node} --kill}
+local_restart_command=$restart
 ${CONTROLLER_CONF:-}
 CONF
   "$AR_DAEMON" --config "$WORK/auto-resumed.conf" >>"$WORK/controller.log" 2>&1 &

@@ -79,7 +79,9 @@ assert_eq "$(cat salloc.out)" "1" "AUTO_RESUME under salloc --auto-resume=1"
 # A controller that accepts the step: no warning.
 controller_up connect_timeout=1
 salloc -N1 srun --auto-resume=1 true 2>up.err || fail "flagged srun failed with a controller up: $(cat up.err)"
-assert_not_contains up.err "auto_resume" "srun with the controller up"
+# Only the line that says why srun waits a moment after its step.
+assert_eq "$(grep -c auto_resume up.err)" 1 "srun's auto_resume lines with the controller up"
+assert_contains up.err "^auto_resume: step [0-9]+\.0 ended; waiting for the controller's verdict" "srun with the controller up"
 # One that does not answer within connect_timeout: the step runs, unprotected.
 kill -STOP "$CONTROLLER_PID"
 salloc -N1 srun --auto-resume=1 true 2>stopped.err || fail "flagged srun failed with a hung controller"
