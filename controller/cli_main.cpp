@@ -35,10 +35,17 @@ void print_steps(const json& result) {
   }
   fmt::print("{:<10} {:<6} {:<24} {:>7} {:<12} {:<7} {:<20} {}\n", "JOB", "STEP", "RUN", "ATTEMPT",
              "STATE", "UID", "REGISTERED", "NODES");
+  // A decided step shows its verdict; a repair, how far it got.
+  auto state = [](const json& s) {
+    const auto plain = s.at("state").get<std::string>();
+    if (plain == "decided") return s.value("verdict", plain);
+    const auto phase = s.value("phase", std::string());
+    return phase.empty() ? plain : plain + ":" + phase;
+  };
   for (const auto& s : steps)
     fmt::print("{:<10} {:<6} {:<24} {:>7} {:<12} {:<7} {:<20} {}\n", s.at("job_id").get<long>(),
                s.at("step_id").get<long>(), s.at("run_id").get<std::string>(),
-               s.at("attempt").get<long>(), s.at("state").get<std::string>(),
+               s.at("attempt").get<long>(), state(s),
                s.at("uid").get<long>(), format_time(s.at("created_at").get<std::int64_t>()),
                s.at("nodelist").get<std::string>());
 }
