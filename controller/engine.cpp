@@ -54,6 +54,8 @@ constexpr milliseconds kRestartTimeout{60'000};
 // are gone within a second of the SIGKILL; its record may stay for minutes
 // when its first node died, which the relaunch's --overlap allows for.
 constexpr seconds kOldStepGrace{5};
+// How long a registered step may be missing from Slurm before it is over.
+constexpr seconds kLostStepGrace{15};
 // A provider that failed is asked again after this long.
 constexpr seconds kProviderRetry{10};
 
@@ -217,6 +219,22 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
          fmt::format("step {}.{} attempt {}: {}", step.step.job_id, step.step.step_id,
                      step.step.attempt, join(what)));
     repair(step, *job, nodes);
+    return;
+  }
+  if (step.state == step_state::kRegistered) {
+    // A step whose srun died without asking (kill -9) would block the next
+    // protected step of the job: once Slurm has forgotten it for a while,
+    // it is over.
+    const auto k = key(step);
+    if (slurm::step_exists(job->job_id, step.step.step_id)) {
+      missing_since_.erase(k);
+    } else if (const auto [it, first] = missing_since_.try_emplace(k, Clock::now());
+               !first && Clock::now() - it->second > kLostStepGrace) {
+      missing_since_.erase(it);
+      decide(step, "cancelled",
+             fmt::format("step {}.{} is gone and its srun never asked for a verdict",
+                         step.step.job_id, step.step.step_id));
+    }
     return;
   }
   if (step.state == step_state::kEnded &&

@@ -67,6 +67,8 @@ class Engine {
   Clock::time_point last_probe_{};
   // Errors already logged, per step, so a persisting one is logged once.
   std::map<std::string, std::string> last_error_;
+  // Registered steps Slurm no longer lists, since when.
+  std::map<std::string, Clock::time_point> missing_since_;
 
   std::thread thread_;
   std::mutex mutex_;

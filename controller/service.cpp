@@ -66,6 +66,20 @@ json Service::do_register(const json& body, uid_t caller) {
   if (job->uid != caller && !privileged(caller))
     throw ProtocolError(code::kForbidden, fmt::format("job {} belongs to uid {}, not to uid {}",
                                                       step.job_id, job->uid, caller));
+  if (job->heterogeneous)
+    throw ProtocolError(code::kBadRequest,
+                        fmt::format("job {} is a heterogeneous job, which auto-resume cannot "
+                                    "repair (its components are separate allocations)",
+                                    step.job_id));
+  // One protected launch per job at a time: two would repair the same
+  // allocation at once.
+  for (const auto& other : store_.job_steps(step.job_id))
+    if (other.step.run_id != step.run_id && other.state != step_state::kDecided)
+      throw ProtocolError(
+          code::kBadRequest,
+          fmt::format("job {} already has a protected step running ({}.{}, run {}); auto-resume "
+                      "protects one step per job at a time",
+                      step.job_id, other.step.job_id, other.step.step_id, other.step.run_id));
   if (const auto owner = store_.run_owner(step.run_id); owner && *owner != job->uid)
     throw ProtocolError(code::kForbidden,
                         fmt::format("run '{}' belongs to uid {}", step.run_id, *owner));

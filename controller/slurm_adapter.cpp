@@ -63,6 +63,9 @@ std::optional<JobInfo> load_job(std::uint32_t job_id) {
   info.end_time = j.end_time;
   info.restart_count = j.restart_cnt;
   info.num_nodes = j.num_nodes;
+  if (j.num_nodes > 0) info.cpus_per_node = (j.num_cpus + j.num_nodes - 1) / j.num_nodes;
+  info.memory_per_node = j.pn_min_memory;
+  info.heterogeneous = j.het_job_id != 0 && j.het_job_id != NO_VAL;
   return info;
 }
 
@@ -189,6 +192,11 @@ std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
   desc.req_nodes = const_cast<char*>(node.c_str());
   desc.min_nodes = 1;
   desc.max_nodes = 1;
+  // The replacement must hold what each node of the job holds, so that the
+  // relaunched step's tasks fit (e.g. --ntasks-per-node=2).
+  if (job.cpus_per_node > 0) desc.min_cpus = job.cpus_per_node;
+  if (job.memory_per_node > 0 && job.memory_per_node != NO_VAL64)
+    desc.pn_min_memory = job.memory_per_node;
   desc.user_id = job.uid;
   desc.group_id = job.gid;
   if (!job.partition.empty()) desc.partition = const_cast<char*>(job.partition.c_str());

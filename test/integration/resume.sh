@@ -23,9 +23,10 @@ srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt 60
 echo "srun exit \$?"
 SCRIPT
 
-started() { [[ $(grep -c "attempt=$1 " step.out 2>/dev/null) == 4 ]]; }
+# Two tasks per node: a replacement node must hold the job's 2 CPUs per node.
+started() { [[ $(grep -c "attempt=$1 " step.out 2>/dev/null) == 8 ]]; }
 
-job=$(sbatch --parsable -N4 -o job.out job.sh)
+job=$(sbatch --parsable -N4 --ntasks-per-node=2 -o job.out job.sh)
 wait_until 60 "attempt 0 on 4 nodes" started 0
 wait_until 30 "attempt 0 to reach step 5" past 5
 [[ $(job_field BatchHost) == node1 ]] || fail "batch host is $(job_field BatchHost), not node1"
@@ -49,7 +50,7 @@ assert_contains job.out "relaunching step $job\.0 of run $job\.0-[0-9a-f]{8} as 
 assert_contains job.out "relaunching step $job\.1 of run $job\.0-[0-9a-f]{8} as attempt 2 on " "srun's stderr"
 # Every attempt's lines are in the step's output file (opened in append mode).
 for attempt in 0 1 2; do
-  assert_eq "$(grep -c "attempt=$attempt " step.out)" 4 "tasks of attempt $attempt in step.out"
+  assert_eq "$(grep -c "attempt=$attempt " step.out)" 8 "tasks of attempt $attempt in step.out"
 done
 assert_contains step.out "^[0-9]: done at step 60$" "step.out"
 # Each relaunch started from the checkpoint, not from zero.
@@ -74,13 +75,18 @@ assert_contains events.txt "detected: step $job\.0 attempt 0: node3: " "the firs
 assert_contains events.txt "detected: step $job\.1 attempt 1: node2: " "the second detection"
 assert_contains events.txt "after a backoff of 1 s" "the second relaunch"
 
-# An application failure is not resumed; opted-out steps are not registered.
-cat >app.sh <<'SCRIPT'
+# An application failure is not resumed; opted-out steps are not registered;
+# a second protected step while one runs is refused, and runs unprotected.
+cat >app.sh <<SCRIPT
 #!/bin/bash
 #SBATCH --auto-resume=1
-srun true; echo "plain $?"
-srun --auto-resume=0 true; echo "opted out $?"
-srun bash -c 'exit 3'; echo "failing $?"
+srun true; echo "plain \$?"
+srun --auto-resume=0 true; echo "opted out \$?"
+srun bash -c 'exit 3'; echo "failing \$?"
+srun -N2 bash -c 'touch $WORK/first.started; sleep 4' &
+until [[ -f $WORK/first.started ]]; do sleep 0.1; done
+srun -N2 true; echo "second \$?"
+wait
 SCRIPT
 job=$(sbatch --parsable -N4 -o app.out app.sh)
 wait_until 60 "the application job to end" job_ended
@@ -88,8 +94,10 @@ cat app.out
 assert_contains app.out "^plain 0$" "app.out"
 assert_contains app.out "^opted out 0$" "app.out"
 assert_contains app.out "^failing 3$" "app.out"
+assert_contains app.out "^second 0$" "app.out"
+assert_contains app.out "auto_resume: warning: auto-resume protection is OFF for step $job\.4: the controller at [^ ]+ refused it \(bad_request: job $job already has a protected step running \($job\.3, run $job\.3-[0-9a-f]{8}\); auto-resume protects one step per job at a time\)" "the refused second step"
 assert_not_contains app.out "relaunching" "app.out"
 "$AR_CLI" status --job "$job" --json >app-status.json
 assert_eq "$(python3 -c 'import json,sys; print(sorted((s["step_id"], s["verdict"]) for s in json.load(sys.stdin)["steps"]))' <app-status.json)" \
-  "[(0, 'no_fault'), (2, 'no_fault')]" "the application job's protected steps and verdicts"
+  "[(0, 'no_fault'), (2, 'no_fault'), (3, 'no_fault')]" "the application job's protected steps and verdicts"
 note "ok"

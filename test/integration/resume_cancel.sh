@@ -2,7 +2,10 @@
 # Stopping a protected step while its srun waits for the verdict: scancel of
 # a salloc job and of a batch job, and Ctrl-C (SIGINT) on the srun. Nothing is
 # relaunched, srun ends, and the controller records the step as cancelled.
-# A long end_window keeps each srun waiting after its step ended.
+# A long end_window keeps each srun waiting after its step ended. Also: a
+# protected srun SIGKILLed mid-step is written off once Slurm forgets its
+# step, so the job's next srun is protected again; a heterogeneous job is
+# refused with the reason.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -63,4 +66,28 @@ assert_contains sigint.out "auto_resume: srun got SIGINT while waiting for the v
 assert_contains sigint.out "^srun exit 130$" "srun's exit status"
 assert_eq "$(verdict_of "$job")" cancelled "the controller's verdict"
 no_relaunch "$job" sigint.out
+
+# 4. A protected srun SIGKILLed: once the controller has written its step
+# off, the next protected srun in the job is accepted (and, like every srun
+# here, waits out the long end_window: scancel ends it).
+salloc -N2 bash -c 'srun --auto-resume=1 sleep 300 & echo $! >srun.pid; wait
+                    until [[ -f go ]]; do sleep 0.1; done
+                    srun --auto-resume=1 true 2>next.err' >killed.out 2>&1 &
+pid=$!
+wait_until 60 "the first step to run" tasks_are 2 '(/usr/bin/)?sleep 300'
+job=$(squeue -h -o %i | head -n 1)
+kill -KILL "$(cat srun.pid)"
+written_off() { "$AR_CLI" events | grep -q "job $job [^ ]* cancelled: step $job\.0 is gone and its srun never asked for a verdict"; }
+wait_until 60 "the controller to write the killed srun's step off" written_off
+touch go
+wait_until 60 "the next srun to wait for its verdict" waiting next.err
+scancel "$job"
+wait_until 60 "salloc to end" gone "$pid"
+cat killed.out next.err
+assert_not_contains next.err "protection is OFF" "the next srun's stderr"
+
+# 5. A heterogeneous job cannot be repaired: said, and the step runs.
+salloc -N1 : -N1 srun --auto-resume=1 true >het.out 2>&1 || fail "the heterogeneous job's srun failed: $(cat het.out)"
+cat het.out
+assert_contains het.out "protection is OFF for step [0-9]+\.0: the controller at [^ ]+ refused it \(bad_request: job [0-9]+ is a heterogeneous job, which auto-resume cannot repair" "srun's warning"
 note "ok"

@@ -4,7 +4,8 @@
 # GRES (Slurm refuses to change its nodes). Both restart from their batch
 # script and complete from their checkpoint, SLURM_RESTART_COUNT=1. A GRES
 # job submitted with --no-requeue is not requeued: its step ends and srun
-# exits 75 (give_up) with a clear message, and the batch script goes on.
+# exits 75 (give_up) with a clear message, and the batch script goes on; the
+# same when too little of the job's time limit is left for a relaunch.
 # cred_expire 5 and a scheduler pass every second keep the requeued job's
 # hold short (Slurm's default would hold it 121 s).
 # shellcheck source=test/integration/lib.sh
@@ -68,4 +69,17 @@ cat norequeue.out
 assert_contains norequeue.out "auto_resume: step $job\.0 \(run $job\.0-[0-9a-f]{8}, attempt 0\): give_up: job $job holds GRES, which Slurm cannot move to other nodes; the job was submitted with --no-requeue" "srun's message"
 assert_contains norequeue.out "^srun exit 75$" "srun's exit status after give_up"
 assert_eq "$(job_field Restarts)" 0 "the --no-requeue job's restart count"
+
+# 4. Too little of the time limit left for a relaunch (min_time_left's
+# default is 120 s, the job has 60): give_up, and the node still leaves.
+rm -f ckpt
+job=$(sbatch --parsable -N2 --time=1 -o short.out gres.sh)
+wait_until 60 "the short job to reach step 3" past 3
+victim=$(scontrol show hostnames "$(job_field NodeList)" | grep -vx "$(job_field BatchHost)")
+"$CLUSTER_CMD" kill-node "$CLUSTER" "$victim" >/dev/null
+wait_until 60 "the batch script to go on after srun" grep -q "^srun exit" short.out
+cat short.out
+assert_contains short.out "give_up: only [0-9]+ s of job $job's time limit are left \(min_time_left=120 s\); the failed node left the job" "srun's message"
+assert_contains short.out "^srun exit 75$" "srun's exit status after give_up"
+assert_eq "$(job_field NodeList)" "$(job_field BatchHost)" "the short job's nodes after give_up"
 note "ok"
