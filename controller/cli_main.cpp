@@ -45,8 +45,8 @@ void print_steps(const json& result) {
   for (const auto& s : steps)
     fmt::print("{:<10} {:<6} {:<24} {:>7} {:<12} {:<7} {:<20} {}\n", s.at("job_id").get<long>(),
                s.at("step_id").get<long>(), s.at("run_id").get<std::string>(),
-               s.at("attempt").get<long>(), state(s),
-               s.at("uid").get<long>(), format_time(s.at("created_at").get<std::int64_t>()),
+               s.at("attempt").get<long>(), state(s), s.at("uid").get<long>(),
+               format_time(s.at("created_at").get<std::int64_t>()),
                s.at("nodelist").get<std::string>());
 }
 

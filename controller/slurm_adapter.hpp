@@ -46,7 +46,7 @@ struct JobInfo {
   std::int64_t end_time = 0;  // unix seconds; 0 when unknown
   std::uint32_t restart_count = 0;
   std::uint32_t num_nodes = 0;
-  std::uint32_t cpus_per_node = 0;  // the job's CPUs over its nodes, rounded up
+  std::uint32_t cpus_per_node = 0;    // the job's CPUs over its nodes, rounded up
   std::uint64_t memory_per_node = 0;  // Slurm's pn_min_memory, as the job asked
   bool heterogeneous = false;
 };
