@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <future>
 #include <set>
 
 #include "autoresume/resume.hpp"
@@ -56,6 +57,8 @@ constexpr milliseconds kRestartTimeout{60'000};
 constexpr seconds kOldStepGrace{5};
 // How long a registered step may be missing from Slurm before it is over.
 constexpr seconds kLostStepGrace{15};
+// How long a helper allocation may stay pending before another node is chosen.
+constexpr seconds kHelperPatience{30};
 // A provider that failed is asked again after this long.
 constexpr seconds kProviderRetry{10};
 
@@ -105,6 +108,7 @@ void Engine::tick() {
   auto steps = store_.active_steps();
   if (steps.empty()) {
     failed_probes_.clear();
+    step_nodes_.clear();
     return;
   }
   NodeMap nodes;
@@ -119,7 +123,10 @@ void Engine::tick() {
       advance(step, nodes);
       last_error_.erase(k);
     } catch (const DecidedMeanwhile&) {
+      // Cancelled by its srun while this tick worked on it: a helper job
+      // submitted meanwhile is not in the stored repair; find it by name.
       last_error_.erase(k);
+      cancel_helpers(step.step.job_id);
     } catch (const std::exception& e) {
       // Retried at the next tick; said once while it persists.
       if (last_error_[k] != e.what()) {
@@ -131,11 +138,27 @@ void Engine::tick() {
   }
 }
 
+std::vector<std::string> Engine::step_hosts(const StoredStep& step) {
+  // The step's own nodes (an `srun -N1` uses one node of the job), asked
+  // once from slurmctld; the allocation's as registered until then.
+  const auto k = key(step);
+  auto it = step_nodes_.find(k);
+  if (it == step_nodes_.end()) {
+    try {
+      if (const auto nodes = slurm::step_nodes(step.step.job_id, step.step.step_id))
+        it = step_nodes_.emplace(k, slurm::expand_hostlist(*nodes)).first;
+    } catch (const std::exception&) {
+      // slurmctld is away: the registered list will do for now
+    }
+  }
+  return it != step_nodes_.end() ? it->second : slurm::expand_hostlist(step.step.nodelist);
+}
+
 void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
   std::set<std::string> wanted;
   for (const auto& step : steps)
     if (step.state == step_state::kRegistered || step.state == step_state::kEnded)
-      for (const auto& host : slurm::expand_hostlist(step.step.nodelist)) wanted.insert(host);
+      for (const auto& host : step_hosts(step)) wanted.insert(host);
   std::vector<std::string> probed;
   std::vector<ProbeTarget> targets;
   for (const auto& host : wanted) {
@@ -154,7 +177,7 @@ void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
 proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job,
                            const NodeMap& nodes) {
   auto found = proto::json::array();
-  for (const auto& host : slurm::expand_hostlist(step.step.nodelist)) {
+  for (const auto& host : step_hosts(step)) {
     NodeHealth health;
     const auto it = nodes.find(host);
     health.known = it != nodes.end();
@@ -178,6 +201,7 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job,
 
 void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   const auto job = slurm::load_job(step.step.job_id);
+  if (job && job->suspended) return;  // preempted or suspended: look again later
   if (step.state == step_state::kRepairing) {
     if (job && job->running) {
       repair(step, *job, nodes);
@@ -191,9 +215,7 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
              fmt::format("job {} ended ({}) during the repair", step.step.job_id,
                          job ? job->state : "gone"));
     }
-    if (step.state == step_state::kDecided && step.repair.contains("helpers"))
-      for (const auto& [node, helper] : step.repair["helpers"].items())
-        slurm::cancel_job(helper.get<std::uint32_t>());
+    if (step.state == step_state::kDecided) cancel_helpers(step.step.job_id);
     return;
   }
   if (!job || !job->running) {
@@ -244,7 +266,8 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
 
 void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
   const auto started = step.repair.value("started_at", now_unix());
-  if (now_unix() - started > whole_seconds(config_.repair_timeout)) {
+  // The backoff after the expansion is not part of the repair.
+  if (step.phase != "expanded" && now_unix() - started > whole_seconds(config_.repair_timeout)) {
     decide(step, "give_up",
            fmt::format("the repair did not finish within repair_timeout={} s (it got to '{}')",
                        whole_seconds(config_.repair_timeout), step.phase));
@@ -387,10 +410,20 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
     const std::string node = f["node"];
     auto& restarted = repair["restarted"];
     if (!restarted.contains(node)) {
-      const auto last_try = step.repair.value("provider_tried_" + node, std::int64_t{0});
-      if (now_unix() - last_try < kProviderRetry.count()) continue;
-      step.repair["provider_tried_" + node] = now_unix();
-      const auto error = run_restart_command(config_.local_restart_command, node, kRestartTimeout);
+      // The command runs on a thread of its own: a slow provider must not
+      // hold up the other steps' detection and verdicts.
+      auto running = restarts_.find(node);
+      if (running == restarts_.end()) {
+        const auto last_try = step.repair.value("provider_tried_" + node, std::int64_t{0});
+        if (now_unix() - last_try < kProviderRetry.count()) continue;
+        step.repair["provider_tried_" + node] = now_unix();
+        restarts_.emplace(node, std::async(std::launch::async, run_restart_command,
+                                           config_.local_restart_command, node, kRestartTimeout));
+        continue;
+      }
+      if (running->second.wait_for(std::chrono::seconds{0}) != std::future_status::ready) continue;
+      const auto error = running->second.get();
+      restarts_.erase(running);
       if (!error.empty()) {
         save(step, "provider_failed", fmt::format("restarting {}: {}", node, error));
         continue;
@@ -418,7 +451,7 @@ bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
   auto& repair = step.repair;
   if (!repair.contains("helpers")) repair["helpers"] = proto::json::object();
   if (!repair.contains("merged")) repair["merged"] = proto::json::array();
-  const auto name = fmt::format("auto-resume-expand-{}", job.job_id);
+  const auto name = helper_name(job.job_id);
   for (const auto& node : names(repair["replacements"])) {
     if (contains(names(repair["merged"]), node)) continue;
     if (contains(job.hosts, node)) {  // merged before a restart of the controller
@@ -428,14 +461,38 @@ bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
     if (!repair["helpers"].contains(node)) {
       // A helper submitted before a restart of the controller but not recorded.
       for (const auto id : slurm::live_jobs_named(name)) slurm::cancel_job(id);
-      const auto id = slurm::submit_expand_helper(job, node, name);
+      std::uint32_t id = 0;
+      try {
+        id = slurm::submit_expand_helper(job, node, name);
+      } catch (const slurm::SlurmError& e) {
+        auto& chosen = repair["replacements"];
+        chosen.erase(std::remove(chosen.begin(), chosen.end(), node), chosen.end());
+        step.phase = "node_out";
+        save(step, "expand_retry", fmt::format("{}: choosing another node", e.what()));
+        return false;
+      }
       repair["helpers"][node] = id;
       save(step, "expand_helper",
            fmt::format("helper job {} allocates {} for job {}", id, node, job.job_id));
     }
     const std::uint32_t helper = repair["helpers"][node];
     const auto info = slurm::load_job(helper);
-    if (info && info->pending) return false;
+    if (info && info->pending) {
+      // The node went elsewhere or does not fit: choose again.
+      const auto since = repair.value("helper_since_" + node, now_unix());
+      repair["helper_since_" + node] = since;
+      if (now_unix() - since < kHelperPatience.count()) return false;
+      slurm::cancel_job(helper);
+      repair["helpers"].erase(node);
+      repair.erase("helper_since_" + node);
+      auto& chosen = repair["replacements"];
+      chosen.erase(std::remove(chosen.begin(), chosen.end(), node), chosen.end());
+      step.phase = "node_out";
+      save(step, "expand_retry",
+           fmt::format("helper job {} waited {} s for {} ({}): choosing another node", helper,
+                       now_unix() - since, node, info->reason));
+      return false;
+    }
     if (!info || !info->running) {
       repair["helpers"].erase(node);  // ended without merging: try again
       save(step, "expand_retry",
@@ -473,6 +530,18 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
       step, "relaunch",
       fmt::format("relaunching run {} as attempt {} on {}{}", step.step.run_id, next, job.nodes,
                   delay.count() > 0 ? fmt::format(" after a backoff of {} s", delay.count()) : ""));
+}
+
+std::string Engine::helper_name(std::uint32_t job_id) {
+  return fmt::format("auto-resume-expand-{}", job_id);
+}
+
+void Engine::cancel_helpers(std::uint32_t job_id) {
+  try {
+    for (const auto id : slurm::live_jobs_named(helper_name(job_id))) slurm::cancel_job(id);
+  } catch (const std::exception& e) {
+    log::warn("cannot cancel the helper jobs of job {}: {}", job_id, e.what());
+  }
 }
 
 void Engine::decide(StoredStep& step, const char* verdict, const std::string& message) {

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <string>
@@ -57,6 +58,10 @@ class Engine {
   void relaunch(StoredStep& step, const slurm::JobInfo& job);
   void decide(StoredStep& step, const char* verdict, const std::string& message);
   void save(StoredStep& step, const std::string& kind, const std::string& detail);
+  std::vector<std::string> step_hosts(const StoredStep& step);
+  static std::string helper_name(std::uint32_t job_id);
+  // Cancels the job's pending or running helper jobs, recorded or not.
+  void cancel_helpers(std::uint32_t job_id);
   // Node instances that failed this job before (name -> slurmd start times).
   std::multimap<std::string, std::int64_t> failed_instances(std::uint32_t job_id);
 
@@ -67,6 +72,10 @@ class Engine {
   Clock::time_point last_probe_{};
   // Errors already logged, per step, so a persisting one is logged once.
   std::map<std::string, std::string> last_error_;
+  // The nodes each step runs on, from slurmctld.
+  std::map<std::string, std::vector<std::string>> step_nodes_;
+  // The local provider's restart commands in flight, by node.
+  std::map<std::string, std::future<std::string>> restarts_;
   // Registered steps Slurm no longer lists, since when.
   std::map<std::string, Clock::time_point> missing_since_;
 

@@ -71,19 +71,19 @@ json Service::do_register(const json& body, uid_t caller) {
                         fmt::format("job {} is a heterogeneous job, which auto-resume cannot "
                                     "repair (its components are separate allocations)",
                                     step.job_id));
-  // One protected launch per job at a time: two would repair the same
-  // allocation at once.
-  for (const auto& other : store_.job_steps(step.job_id))
-    if (other.step.run_id != step.run_id && other.state != step_state::kDecided)
-      throw ProtocolError(
-          code::kBadRequest,
-          fmt::format("job {} already has a protected step running ({}.{}, run {}); auto-resume "
-                      "protects one step per job at a time",
-                      step.job_id, other.step.job_id, other.step.step_id, other.step.run_id));
   if (const auto owner = store_.run_owner(step.run_id); owner && *owner != job->uid)
     throw ProtocolError(code::kForbidden,
                         fmt::format("run '{}' belongs to uid {}", step.run_id, *owner));
-  const auto result = store_.register_step(step, job->uid);
+  StoredStep other;
+  const auto result = store_.register_step(step, job->uid, &other);
+  // One protected launch per job at a time: two would repair the same
+  // allocation at once.
+  if (result == Store::Insert::busy)
+    throw ProtocolError(
+        code::kBadRequest,
+        fmt::format("job {} already has a protected step running ({}.{}, run {}); auto-resume "
+                    "protects one step per job at a time",
+                    step.job_id, other.step.job_id, other.step.step_id, other.step.run_id));
   return {{"run_id", step.run_id},
           {"attempt", step.attempt},
           {"duplicate", result == Store::Insert::duplicate}};
@@ -143,14 +143,14 @@ StoredStep Service::owned_step(const json& body, uid_t caller) {
 json Service::do_verdict(const json& body, uid_t caller) {
   auto step = owned_step(body, caller);
   if (proto::get_bool(body, "ended", false) && step.state == step_state::kRegistered) {
-    step.state = step_state::kEnded;
-    step.ended_at = std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-    store_.save(step, EventSpec{"ended", fmt::format("srun says step {}.{} attempt {} ended",
-                                                     step.step.job_id, step.step.step_id,
-                                                     step.step.attempt)});
-    wake_();
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    if (store_.mark_ended(step, now,
+                          EventSpec{"ended", fmt::format("srun says step {}.{} attempt {} ended",
+                                                         step.step.job_id, step.step.step_id,
+                                                         step.step.attempt)}))
+      wake_();
     step = store_.find(step.step.run_id, step.step.attempt).value();
   }
   json reply{{"run_id", step.step.run_id}, {"attempt", step.step.attempt}};
@@ -174,23 +174,22 @@ json Service::do_verdict(const json& body, uid_t caller) {
 json Service::do_cancel(const json& body, uid_t caller) {
   auto step = owned_step(body, caller);
   const auto reason = body.contains("reason") ? proto::get_string(body, "reason", 256) : "";
-  if (step.state != step_state::kDecided) {
-    step.state = step_state::kDecided;
-    step.verdict = "cancelled";
-    step.message = reason.empty() ? std::string("cancelled by its srun") : reason;
-    if (store_.save(step, EventSpec{"cancelled", step.message})) {
-      if (step.repair.contains("helpers"))
-        for (const auto& [node, helper] : step.repair["helpers"].items()) {
-          try {
-            cancel_job_(helper.get<std::uint32_t>());
-          } catch (const std::exception&) {
-            // the engine's next look at the job finds nothing to merge it into
-          }
-        }
-      wake_();
-    }
+  if (step.state != step_state::kDecided &&
+      store_.cancel(step, reason.empty() ? std::string("cancelled by its srun") : reason)) {
+    // The repair's helper jobs as they are now (the engine may have added
+    // one meanwhile; it cancels what it adds after this, see Engine).
     step = store_.find(step.step.run_id, step.step.attempt).value();
+    if (step.repair.contains("helpers"))
+      for (const auto& [node, helper] : step.repair["helpers"].items()) {
+        try {
+          cancel_job_(helper.get<std::uint32_t>());
+        } catch (const std::exception&) {
+          // gone already, or slurmctld is away: the engine cleans up by name
+        }
+      }
+    wake_();
   }
+  step = store_.find(step.step.run_id, step.step.attempt).value();
   return {{"run_id", step.step.run_id},
           {"attempt", step.step.attempt},
           {"verdict", step.verdict},

@@ -27,6 +27,7 @@ using Hostlist =
 
 // Exported by libslurm though not declared in its headers.
 extern "C" char* slurm_job_state_string(uint32_t state);
+extern "C" char* slurm_job_reason_string(enum job_state_reason inx);
 
 void init() { slurm_init(nullptr); }
 
@@ -47,6 +48,9 @@ std::optional<JobInfo> load_job(std::uint32_t job_id) {
   info.state = slurm_job_state_string(j.job_state);
   info.running = (j.job_state & JOB_STATE_BASE) == JOB_RUNNING && !(j.job_state & JOB_COMPLETING);
   info.pending = (j.job_state & JOB_STATE_BASE) == JOB_PENDING;
+  info.suspended = (j.job_state & JOB_STATE_BASE) == JOB_SUSPENDED;
+  if (info.pending)
+    info.reason = slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason));
   info.nodes = text(j.nodes);
   if (!info.nodes.empty()) info.hosts = expand_hostlist(info.nodes);
   info.batch = j.batch_flag != 0;
@@ -155,6 +159,20 @@ void shrink_job(std::uint32_t job_id, const std::string& nodelist) {
   desc.job_id = job_id;
   desc.req_nodes = const_cast<char*>(nodelist.c_str());
   update_job(desc, "cannot shrink job " + std::to_string(job_id) + " to " + nodelist);
+}
+
+std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) {
+  job_step_info_response_msg_t* msg = nullptr;
+  if (slurm_get_job_steps(0, job_id, step_id, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+    if (slurm_get_errno() == ESLURM_INVALID_JOB_ID) return std::nullopt;
+    fail("cannot load step " + std::to_string(job_id) + "." + std::to_string(step_id));
+  }
+  std::optional<std::string> nodes;
+  for (std::uint32_t i = 0; msg != nullptr && i < msg->job_step_count; ++i)
+    if (msg->job_steps[i].step_id.step_id == step_id && msg->job_steps[i].nodes != nullptr)
+      nodes = msg->job_steps[i].nodes;
+  slurm_free_job_step_info_response_msg(msg);
+  return nodes;
 }
 
 bool step_exists(std::uint32_t job_id, std::uint32_t step_id) {

@@ -31,7 +31,9 @@ struct JobInfo {
   std::string state;  // e.g. RUNNING, PENDING, COMPLETED
   bool running = false;
   bool pending = false;
-  std::string nodes;  // Slurm's compressed list
+  bool suspended = false;
+  std::string reason;  // why it is pending, if it is
+  std::string nodes;   // Slurm's compressed list
   std::vector<std::string> hosts;
   std::string batch_host;  // empty for a salloc job
   bool batch = false;
@@ -101,6 +103,8 @@ void resume_node(const std::string& node);
 
 // Shrinks a running job to `nodelist` (its other nodes leave it).
 void shrink_job(std::uint32_t job_id, const std::string& nodelist);
+// The nodes of step job.step, or nothing if Slurm no longer lists it.
+std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id);
 // Whether step job.step still exists (running or cleaning up).
 bool step_exists(std::uint32_t job_id, std::uint32_t step_id);
 // SIGKILLs a step; a step already gone is not an error.

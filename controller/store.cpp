@@ -183,10 +183,20 @@ void Store::exec(const char* sql) {
   }
 }
 
-Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t uid) {
+Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t uid,
+                                   StoredStep* blocking) {
   std::lock_guard lock(mutex_);
   return transaction([&] {
     if (find_locked(step.run_id, step.attempt)) return Insert::duplicate;
+    Statement other(db_, (std::string("SELECT ") + kStepColumns +
+                          " FROM steps WHERE job_id = ? AND run_id != ? AND state != 'decided'"
+                          " ORDER BY created_at LIMIT 1")
+                             .c_str());
+    other.bind(1, step.job_id).bind(2, step.run_id);
+    if (other.step()) {
+      if (blocking != nullptr) *blocking = read_step(other);
+      return Insert::busy;
+    }
     const auto now = now_seconds();
     Statement insert(db_,
                      "INSERT INTO steps (run_id, attempt, job_id, step_id, uid, argv, cwd,"
@@ -230,13 +240,44 @@ bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
         .bind(2, step.verdict)
         .bind(3, step.message)
         .bind(4, step.phase)
-        .bind(5, step.repair.dump())
+        .bind(5, step.repair.dump(-1, ' ', false, proto::json::error_handler_t::replace))
         .bind(6, step.ended_at)
         .bind(7, now)
         .bind(8, step.step.run_id)
         .bind(9, step.step.attempt);
     update.step();
     if (event) insert_event(now, step, *event);
+    return true;
+  });
+}
+
+bool Store::mark_ended(const StoredStep& step, std::int64_t at, const EventSpec& event) {
+  std::lock_guard lock(mutex_);
+  return transaction([&] {
+    Statement update(db_,
+                     "UPDATE steps SET state = 'ended', ended_at = ?, updated_at = ?"
+                     " WHERE run_id = ? AND attempt = ? AND state = 'registered'");
+    update.bind(1, at).bind(2, now_seconds()).bind(3, step.step.run_id).bind(4, step.step.attempt);
+    update.step();
+    if (sqlite3_changes(db_) != 1) return false;
+    insert_event(now_seconds(), step, event);
+    return true;
+  });
+}
+
+bool Store::cancel(const StoredStep& step, const std::string& message) {
+  std::lock_guard lock(mutex_);
+  return transaction([&] {
+    Statement update(db_,
+                     "UPDATE steps SET state = 'decided', verdict = 'cancelled', message = ?,"
+                     " updated_at = ? WHERE run_id = ? AND attempt = ? AND state != 'decided'");
+    update.bind(1, message)
+        .bind(2, now_seconds())
+        .bind(3, step.step.run_id)
+        .bind(4, step.step.attempt);
+    update.step();
+    if (sqlite3_changes(db_) != 1) return false;
+    insert_event(now_seconds(), step, {"cancelled", message});
     return true;
   });
 }

@@ -63,11 +63,14 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  enum class Insert { created, duplicate };
+  enum class Insert { created, duplicate, busy };
   // Records a step with state "registered" and a "registered" event, in one
   // transaction. The same (run_id, attempt) again is a duplicate and changes
   // nothing.
-  Insert register_step(const proto::StepRegistration& step, uid_t uid);
+  // Another run of the same job that is not decided yet makes it `busy`
+  // (one protected launch per job at a time), and is copied to `blocking`.
+  Insert register_step(const proto::StepRegistration& step, uid_t uid,
+                       StoredStep* blocking = nullptr);
 
   std::optional<StoredStep> find(const std::string& run_id, std::uint32_t attempt);
   // Steps not yet decided, oldest first.
@@ -78,6 +81,12 @@ class Store {
   // with `event` if given, in one transaction. A decided step is final: it
   // is left alone and save returns false (whoever decides first wins).
   bool save(const StoredStep& step, const std::optional<EventSpec>& event);
+  // registered -> ended, with its event; false if the step is past
+  // `registered` already (a repair or a verdict is not overwritten).
+  bool mark_ended(const StoredStep& step, std::int64_t at, const EventSpec& event);
+  // Decides a step `cancelled` with `message`, leaving its repair facts as
+  // they are; false if it was decided already.
+  bool cancel(const StoredStep& step, const std::string& message);
   // Records an event of a step.
   void add_event(const StoredStep& step, const EventSpec& event);
   // The uid that registered run_id first, if any.

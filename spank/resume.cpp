@@ -18,7 +18,10 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "autoresume/client.hpp"
 #include "autoresume/munge_cred.hpp"
@@ -88,7 +91,35 @@ void close_on_exec_above_stderr() {
   }
 }
 
-// Executes srun again for the next attempt; returns only if that failed.
+// The environment for the next attempt: this one's, with the repaired
+// allocation's variables and the relaunch marker. Built as a copy, not with
+// setenv, since srun's other threads may be reading the environment.
+std::vector<std::string> relaunch_environment(const ProtectedStep& step,
+                                              const std::string& nodelist,
+                                              const std::string& nodes) {
+  const RelaunchMarker marker{step.run_id, step.attempt + 1, step.own_master_port};
+  // The variables Slurm's own resize script sets; the task counts follow
+  // from them, as the node count is the same as before.
+  const std::vector<std::pair<std::string, std::string>> set{{"SLURM_JOB_NODELIST", nodelist},
+                                                             {"SLURM_NODELIST", nodelist},
+                                                             {"SLURM_JOB_NUM_NODES", nodes},
+                                                             {"SLURM_NNODES", nodes},
+                                                             {kRelaunchVariable, marker.encode()}};
+  std::vector<std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const auto name = text.substr(0, text.find('='));
+    const bool replaced =
+        std::any_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == name; });
+    if (replaced || (step.own_master_port && name == "MASTER_PORT")) continue;
+    env.emplace_back(text);
+  }
+  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
+  return env;
+}
+
+// Executes srun again for the next attempt; returns only if that failed,
+// with srun as it was.
 void relaunch(const ProtectedStep& step, const proto::json& plan) {
   const auto nodelist = plan.value("nodelist", std::string());
   const auto nodes = std::to_string(plan.value("num_nodes", 0U));
@@ -96,41 +127,47 @@ void relaunch(const ProtectedStep& step, const proto::json& plan) {
     say("cannot relaunch: the controller sent no node list (%s)", plan.dump().c_str());
     return;
   }
-  // The variables Slurm's own resize script sets; the task counts follow
-  // from them, as the node count is the same as before.
-  for (const auto* name : {"SLURM_JOB_NODELIST", "SLURM_NODELIST"})
-    setenv(name, nodelist.c_str(), 1);
-  for (const auto* name : {"SLURM_JOB_NUM_NODES", "SLURM_NNODES"}) setenv(name, nodes.c_str(), 1);
-  if (step.own_master_port) unsetenv("MASTER_PORT");
-  const RelaunchMarker marker{step.run_id, step.attempt + 1, step.own_master_port};
-  setenv(kRelaunchVariable, marker.encode().c_str(), 1);
+  const auto env_text = relaunch_environment(step, nodelist, nodes);
+  std::vector<char*> envp;
+  for (const auto& entry : env_text) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(nullptr);
   const auto args = relaunch_argv(step.argv);
   std::vector<char*> argv;
   for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   say("relaunching step %u.%u of run %s as attempt %u on %s", step.job_id, step.step_id,
-      step.run_id.c_str(), marker.attempt, nodelist.c_str());
+      step.run_id.c_str(), step.attempt + 1, nodelist.c_str());
   std::fflush(nullptr);
 
   // No signal meant for this srun may reach the next one.
-  sigset_t all;
+  sigset_t all, before;
   sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  pthread_sigmask(SIG_BLOCK, &all, &before);
   const timespec zero{0, 0};
   while (sigtimedwait(&all, nullptr, &zero) > 0) {
   }
+  // Handlers reset themselves at exec; what srun ignores and the user did
+  // not (and the other way round) is set back to how srun started.
   const auto& st = state();
+  std::vector<std::pair<int, struct sigaction>> changed;
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP) continue;
-    struct sigaction action {};
-    action.sa_handler = st.ignored_signals.contains(sig) ? SIG_IGN : SIG_DFL;
-    sigaction(sig, &action, nullptr);
+    struct sigaction now {};
+    if (sigaction(sig, nullptr, &now) != 0) continue;
+    const bool ignored = now.sa_handler == SIG_IGN;
+    const bool want_ignored = st.ignored_signals.contains(sig);
+    if (ignored == want_ignored) continue;
+    struct sigaction wanted {};
+    wanted.sa_handler = want_ignored ? SIG_IGN : SIG_DFL;
+    if (sigaction(sig, &wanted, nullptr) == 0) changed.emplace_back(sig, now);
   }
   close_on_exec_above_stderr();
   pthread_sigmask(SIG_SETMASK, &st.initial_mask, nullptr);
-  execv("/proc/self/exe", argv.data());
+  execve("/proc/self/exe", argv.data(), envp.data());
   const int error = errno;
-  pthread_sigmask(SIG_UNBLOCK, &all, nullptr);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  for (const auto& [sig, action] : changed) sigaction(sig, &action, nullptr);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   say("cannot relaunch srun: %s", std::strerror(error));
 }
 
@@ -215,6 +252,24 @@ int local_exit() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  // Stop, do not relaunch: tell the controller, and end srun.
+  auto stop = [&](int sig) {
+    const char* name = sigabbrev_np(sig);
+    const std::string reason = std::string("srun got ") +
+                               (name != nullptr ? std::string("SIG") + name : "a signal") +
+                               " while waiting for the verdict";
+    try {
+      auto fields = step_fields(step, true);
+      fields["reason"] = reason;
+      ask(st.config, "cancel", fields);
+    } catch (const std::exception& e) {
+      say("could not tell the controller (%s)", e.what());
+    }
+    say("%s: not relaunching step %u.%u", reason.c_str(), step.job_id, step.step_id);
+    std::fflush(nullptr);
+    _exit(kExitCancelled);
+  };
+
   say("step %u.%u ended; waiting for the controller's verdict (run %s, attempt %u)", step.job_id,
       step.step_id, step.run_id.c_str(), step.attempt);
   auto last_answer = std::chrono::steady_clock::now();
@@ -226,6 +281,9 @@ int local_exit() {
       last_answer = std::chrono::steady_clock::now();
       said_unreachable = false;
       if (answer.verdict == Verdict::relaunch) {
+        // Ctrl-C that came with the verdict still means stop.
+        const timespec now{0, 0};
+        if (const int sig = sigtimedwait(&stop_signals, nullptr, &now); sig > 0) stop(sig);
         relaunch(step, answer.relaunch);
         return kFailure;
       }
@@ -259,23 +317,7 @@ int local_exit() {
     }
     const timespec wait{0,
                         std::chrono::duration_cast<std::chrono::nanoseconds>(kEndedPoll).count()};
-    const int sig = sigtimedwait(&stop_signals, nullptr, &wait);
-    if (sig > 0) {
-      const char* name = sigabbrev_np(sig);
-      const std::string reason = std::string("srun got ") +
-                                 (name != nullptr ? std::string("SIG") + name : "a signal") +
-                                 " while waiting for the verdict";
-      try {
-        auto fields = step_fields(step, true);
-        fields["reason"] = reason;
-        ask(st.config, "cancel", fields);
-      } catch (const std::exception& e) {
-        say("could not tell the controller (%s)", e.what());
-      }
-      say("%s: not relaunching step %u.%u", reason.c_str(), step.job_id, step.step_id);
-      std::fflush(nullptr);
-      _exit(kExitCancelled);
-    }
+    if (const int sig = sigtimedwait(&stop_signals, nullptr, &wait); sig > 0) stop(sig);
   }
 }
 

@@ -240,7 +240,7 @@ make_training_step() {
 ckpt=$1 steps=$2
 start=0
 [[ -f $ckpt ]] && start=$(<"$ckpt")
-echo "attempt=${AUTO_RESUME_ATTEMPT:-} restarts=${SLURM_RESTART_COUNT:-0} rank=$SLURM_PROCID node=$SLURMD_NODENAME nodes=${NODE_LIST:-} master=${MASTER_ADDR:-} start=$start"
+echo "attempt=${AUTO_RESUME_ATTEMPT:-} restarts=${SLURM_RESTART_COUNT:-0} rank=$SLURM_PROCID node=$SLURMD_NODENAME nodes=${NODE_LIST:-} master=${MASTER_ADDR:-}:${MASTER_PORT:-} start=$start"
 for ((i = start + 1; i <= steps; i++)); do
   sleep 0.25
   if ((SLURM_PROCID == 0)); then echo "$i" >"$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; fi

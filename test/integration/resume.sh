@@ -19,6 +19,7 @@ cd "$WORK" || exit
 make_training_step
 cat >job.sh <<SCRIPT
 #!/bin/bash
+export MASTER_PORT=31234  # the user's own: kept across relaunches
 srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt 60
 echo "srun exit \$?"
 SCRIPT
@@ -60,7 +61,7 @@ resumed2=$(grep -o "^0: attempt=2 .* start=[0-9]*" step.out | grep -o '[0-9]*$')
 # The last attempt saw the live allocation.
 live=$(scontrol show hostnames "$(job_field NodeList)" | paste -sd,)
 first=$(scontrol show hostnames "$(job_field NodeList)" | head -n 1)
-assert_contains step.out "^0: attempt=2 restarts=0 rank=0 node=[a-z0-9]+ nodes=$live master=$(node_addr "$first") " "attempt 2's environment"
+assert_contains step.out "^0: attempt=2 restarts=0 rank=0 node=[a-z0-9]+ nodes=$live master=$(node_addr "$first"):31234 " "attempt 2's environment"
 # sacct keeps a record per resize (documented in docs/resume.md).
 sacct -n -X -j "$job" -o State | tr -d ' ' >sacct.txt
 assert_eq "$(tail -n 1 sacct.txt)" COMPLETED "sacct's last record of the job"

@@ -16,7 +16,25 @@ cluster_up --nodes 5 --gpus 1 --cred-expire 5 \
 CONTROLLER_CONF='end_window=1' controller_up
 cd "$WORK" || exit
 make_training_step
-runs() { grep -c "^0: attempt=0 restarts=$1 " "$2" 2>/dev/null || true; }
+# kill_worker: kill a node of $job other than its batch host.
+kill_worker() {
+  local victim
+  victim=$(scontrol show hostnames "$(job_field NodeList)" | grep -vx "$(job_field BatchHost)" | head -n 1)
+  "$CLUSTER_CMD" kill-node "$CLUSTER" "$victim" >/dev/null
+}
+# give_up_case OUT SBATCH_ARGS...: a job of gres.sh that loses a worker node
+# after step 3, and whose batch script goes on after srun's give_up.
+give_up_case() {
+  local out=$1
+  shift
+  rm -f ckpt
+  job=$(sbatch --parsable -N2 -o "$out" "$@" gres.sh)
+  wait_until 60 "job $job to reach step 3" past 3
+  kill_worker
+  wait_until 60 "the batch script to go on after srun" grep -q "^srun exit" "$out"
+  cat "$out"
+  assert_contains "$out" "^srun exit 75$" "srun's exit status after give_up"
+}
 
 # 1. The batch host dies: requeued.
 cat >host.sh <<SCRIPT
@@ -48,8 +66,7 @@ echo "srun exit \$?"
 SCRIPT
 job=$(sbatch --parsable -N2 --gres=gpu:1 --open-mode=append -o gres.out gres.sh)
 wait_until 60 "the GRES job to reach step 5" past 5
-victim=$(scontrol show hostnames "$(job_field NodeList)" | grep -vx "$(job_field BatchHost)")
-"$CLUSTER_CMD" kill-node "$CLUSTER" "$victim" >/dev/null
+kill_worker
 wait_until 120 "the requeued GRES job to end" job_ended
 cat gres.out
 assert_eq "$(job_field JobState)" COMPLETED "the GRES job's state"
@@ -59,27 +76,13 @@ assert_contains gres.out "^0: attempt=0 restarts=1 .* start=([5-9]|[1-3][0-9])$"
 assert_contains events.txt "job $job [^ ]+ requeued: job $job holds GRES, which Slurm cannot move to other nodes: job $job was requeued" "the controller's events"
 
 # 3. The same with --no-requeue: not requeued, and srun says why.
-rm -f ckpt
-job=$(sbatch --parsable -N2 --gres=gpu:1 --no-requeue -o norequeue.out gres.sh)
-wait_until 60 "the --no-requeue job to reach step 3" past 3
-victim=$(scontrol show hostnames "$(job_field NodeList)" | grep -vx "$(job_field BatchHost)")
-"$CLUSTER_CMD" kill-node "$CLUSTER" "$victim" >/dev/null
-wait_until 60 "the batch script to go on after srun" grep -q "^srun exit" norequeue.out
-cat norequeue.out
+give_up_case norequeue.out --gres=gpu:1 --no-requeue
 assert_contains norequeue.out "auto_resume: step $job\.0 \(run $job\.0-[0-9a-f]{8}, attempt 0\): give_up: job $job holds GRES, which Slurm cannot move to other nodes; the job was submitted with --no-requeue" "srun's message"
-assert_contains norequeue.out "^srun exit 75$" "srun's exit status after give_up"
 assert_eq "$(job_field Restarts)" 0 "the --no-requeue job's restart count"
 
 # 4. Too little of the time limit left for a relaunch (min_time_left's
 # default is 120 s, the job has 60): give_up, and the node still leaves.
-rm -f ckpt
-job=$(sbatch --parsable -N2 --time=1 -o short.out gres.sh)
-wait_until 60 "the short job to reach step 3" past 3
-victim=$(scontrol show hostnames "$(job_field NodeList)" | grep -vx "$(job_field BatchHost)")
-"$CLUSTER_CMD" kill-node "$CLUSTER" "$victim" >/dev/null
-wait_until 60 "the batch script to go on after srun" grep -q "^srun exit" short.out
-cat short.out
+give_up_case short.out --time=1
 assert_contains short.out "give_up: only [0-9]+ s of job $job's time limit are left \(min_time_left=120 s\); the failed node left the job" "srun's message"
-assert_contains short.out "^srun exit 75$" "srun's exit status after give_up"
 assert_eq "$(job_field NodeList)" "$(job_field BatchHost)" "the short job's nodes after give_up"
 note "ok"

@@ -67,7 +67,10 @@ assert_contains job.out "^srun exit 75$" "srun's exit status"
 wait_until 30 "the job to end" job_ended
 assert_eq "$(job_field JobState)" COMPLETED "the job's state"
 assert_eq "$(job_field Restarts)" 0 "the job's restart count"
+# The plugin's MASTER_PORT (none was set) follows the attempt: 29500 +
+# (job % 1000) * 8 + attempt.
 for attempt in 0 1 2; do
-  assert_eq "$(grep -c "attempt=$attempt " step.out)" 4 "tasks of attempt $attempt in step.out"
+  assert_eq "$(grep -c "attempt=$attempt .* master=[0-9.]*:$((29500 + job % 1000 * 8 + attempt)) " step.out)" 4 \
+    "tasks of attempt $attempt in step.out, with the attempt's MASTER_PORT"
 done
 note "ok"

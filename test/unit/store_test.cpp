@@ -133,3 +133,44 @@ TEST_CASE("a database of the first schema gains the resume columns", "[store]") 
   CHECK(old->verdict.empty());
   CHECK(old->repair == ar::proto::json::object());
 }
+
+TEST_CASE("narrow writes never overwrite a repair or a verdict", "[store]") {
+  TempDir dir;
+  ar::Store store(dir.path);
+  store.register_step(step(8, "8.0-a", 0), 1000);
+  auto s = store.find("8.0-a", 0).value();
+  CHECK(store.mark_ended(s, 50, {"ended", "srun says so"}));
+  CHECK(store.find("8.0-a", 0)->state == "ended");
+  CHECK(store.find("8.0-a", 0)->ended_at == 50);
+  CHECK_FALSE(store.mark_ended(s, 60, {"ended", "again"}));  // past `registered`
+
+  s = store.find("8.0-a", 0).value();
+  s.state = ar::step_state::kRepairing;
+  s.phase = "replaced";
+  s.repair["helpers"] = {{"node4", 99}};
+  CHECK(store.save(s, std::nullopt));
+  CHECK(store.cancel(s, "srun got SIGINT"));
+  const auto cancelled = store.find("8.0-a", 0).value();
+  CHECK(cancelled.verdict == "cancelled");
+  CHECK(cancelled.message == "srun got SIGINT");
+  CHECK(cancelled.repair["helpers"]["node4"] == 99);  // kept, to cancel the helper
+  CHECK_FALSE(store.cancel(s, "twice"));
+  CHECK(store.events(std::nullopt, 0).back().detail == "srun got SIGINT");
+}
+
+TEST_CASE("a job has one protected run at a time", "[store]") {
+  TempDir dir;
+  ar::Store store(dir.path);
+  CHECK(store.register_step(step(9, "9.0-a", 0), 1000) == ar::Store::Insert::created);
+  ar::StoredStep blocking;
+  CHECK(store.register_step(step(9, "9.1-b", 0), 1000, &blocking) == ar::Store::Insert::busy);
+  CHECK(blocking.step.run_id == "9.0-a");
+  CHECK(store.register_step(step(9, "9.0-a", 1), 1000) == ar::Store::Insert::created);  // its relaunch
+  CHECK(store.register_step(step(10, "10.0-c", 0), 1000) == ar::Store::Insert::created);
+  for (const auto& s : store.job_steps(9)) {
+    auto decided = s;
+    decided.state = ar::step_state::kDecided;
+    store.save(decided, std::nullopt);
+  }
+  CHECK(store.register_step(step(9, "9.1-b", 0), 1000) == ar::Store::Insert::created);
+}
