@@ -165,7 +165,8 @@ TEST_CASE("a job has one protected run at a time", "[store]") {
   ar::StoredStep blocking;
   CHECK(store.register_step(step(9, "9.1-b", 0), 1000, &blocking) == ar::Store::Insert::busy);
   CHECK(blocking.step.run_id == "9.0-a");
-  CHECK(store.register_step(step(9, "9.0-a", 1), 1000) == ar::Store::Insert::created);  // its relaunch
+  CHECK(store.register_step(step(9, "9.0-a", 1), 1000) ==
+        ar::Store::Insert::created);  // its relaunch
   CHECK(store.register_step(step(10, "10.0-c", 0), 1000) == ar::Store::Insert::created);
   for (const auto& s : store.job_steps(9)) {
     auto decided = s;
