@@ -27,6 +27,7 @@ using Hostlist =
 
 // Exported by libslurm though not declared in its headers.
 extern "C" char* slurm_job_state_string(uint32_t state);
+extern "C" void slurm_xfree(void** item);
 extern "C" char* slurm_job_reason_string(enum job_state_reason inx);
 
 void init() { slurm_init(nullptr); }
@@ -161,6 +162,20 @@ void shrink_job(std::uint32_t job_id, const std::string& nodelist) {
   update_job(desc, "cannot shrink job " + std::to_string(job_id) + " to " + nodelist);
 }
 
+namespace {
+// Slurm 22.05's slurm_free_job_step_info_response_msg misses submit_line
+// and cpus_per_tres (it frees tres_per_node twice instead): without this a
+// daemon that lists steps every half second grows by ~170 bytes a call.
+// slurm_xfree leaves NULL behind, so a fixed libslurm frees nothing twice.
+void free_steps(job_step_info_response_msg_t* msg) {
+  for (std::uint32_t i = 0; msg != nullptr && i < msg->job_step_count; ++i) {
+    slurm_xfree(reinterpret_cast<void**>(&msg->job_steps[i].submit_line));
+    slurm_xfree(reinterpret_cast<void**>(&msg->job_steps[i].cpus_per_tres));
+  }
+  slurm_free_job_step_info_response_msg(msg);
+}
+}  // namespace
+
 std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) {
   job_step_info_response_msg_t* msg = nullptr;
   if (slurm_get_job_steps(0, job_id, step_id, &msg, SHOW_ALL) != SLURM_SUCCESS) {
@@ -171,7 +186,7 @@ std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_i
   for (std::uint32_t i = 0; msg != nullptr && i < msg->job_step_count; ++i)
     if (msg->job_steps[i].step_id.step_id == step_id && msg->job_steps[i].nodes != nullptr)
       nodes = msg->job_steps[i].nodes;
-  slurm_free_job_step_info_response_msg(msg);
+  free_steps(msg);
   return nodes;
 }
 
@@ -184,7 +199,7 @@ bool step_exists(std::uint32_t job_id, std::uint32_t step_id) {
   bool found = false;
   for (std::uint32_t i = 0; msg != nullptr && i < msg->job_step_count; ++i)
     found = found || msg->job_steps[i].step_id.step_id == step_id;
-  slurm_free_job_step_info_response_msg(msg);
+  free_steps(msg);
   return found;
 }
 

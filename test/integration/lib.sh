@@ -82,16 +82,30 @@ trap _cleanup EXIT
 
 # Leaks are not checked in Slurm's own processes (Slurm leaves memory to the
 # exit); the unit tests check the core for leaks.
+#
+# The sanitizer build's plugin runs in the Slurm clients (srun, sbatch,
+# salloc: nearly all of its code). The daemons (slurmd, slurmstepd) load
+# AR_DAEMON_PLUGIN, an uninstrumented build, when one is given: this
+# compiler's ASan allocator is not fork-safe, and slurmstepd forks each task
+# while its other threads allocate, so a preloaded ASan now and then
+# deadlocks a task before it starts. The clients then read a copy of the
+# cluster's slurm.conf (CLUSTER/client/) whose plugstack.conf names the
+# instrumented plugin.
 SANITIZER_ENV=()
 if [[ -n ${AR_SANITIZER_PRELOAD:-} ]]; then
   SANITIZER_ENV=("LD_PRELOAD=$AR_SANITIZER_PRELOAD" "ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"
                  "UBSAN_OPTIONS=print_stacktrace=1")
   # Wrappers first in PATH, so that the sruns inside batch scripts (which
-  # inherit PATH) get the runtimes too; each execs, keeping its PID.
+  # inherit PATH) get the runtimes too; each execs, keeping its PID, with
+  # the client configuration when the cluster has one.
   mkdir "$WORK/bin"
   for _client in srun sbatch salloc; do
-    printf '#!/bin/sh\nexec env %s %s "$@"\n' "$(printf '%q ' "${SANITIZER_ENV[@]}")" \
-      "$(command -v "$_client")" >"$WORK/bin/$_client"
+    cat >"$WORK/bin/$_client" <<WRAPPER
+#!/bin/sh
+client=\${SLURM_CONF%/etc/slurm.conf}/client/slurm.conf
+if [ -f "\$client" ]; then SLURM_CONF=\$client; export SLURM_CONF; fi
+exec env $(printf '%q ' "${SANITIZER_ENV[@]}") $(command -v "$_client") "\$@"
+WRAPPER
     chmod +x "$WORK/bin/$_client"
   done
   PATH=$WORK/bin:$PATH
@@ -102,6 +116,14 @@ fi
 cluster_up_at() {
   local dir=$1 extra=() var
   shift
+  if [[ -n ${AR_SANITIZER_PRELOAD:-} && -n ${AR_DAEMON_PLUGIN:-} ]]; then
+    "$CLUSTER_CMD" up "$dir" --plugin "$AR_DAEMON_PLUGIN" "$@"
+    mkdir -p "$dir/client"
+    sed "s|^PlugStackConfig=.*|PlugStackConfig=$dir/client/plugstack.conf|" \
+      "$dir/etc/slurm.conf" >"$dir/client/slurm.conf"
+    sed "s|$AR_DAEMON_PLUGIN|$AR_PLUGIN|" "$dir/etc/plugstack.conf" >"$dir/client/plugstack.conf"
+    return
+  fi
   for var in "${SANITIZER_ENV[@]}"; do extra+=(--daemon-env "$var"); done
   "$CLUSTER_CMD" up "$dir" --plugin "$AR_PLUGIN" "${extra[@]}" "$@"
 }
@@ -116,8 +138,14 @@ cluster_up() {
 # set_plugstack ARGS...: rewrite the plugin line of plugstack.conf (with the
 # cluster's munge socket); srun and slurmstepd read it anew for every step.
 set_plugstack() {
-  printf 'required %s munge_socket=%s %s\n' "$AR_PLUGIN" "$CLUSTER/munge/munge.sock" "$*" \
-    >"$CLUSTER/etc/plugstack.conf"
+  local args
+  args="munge_socket=$CLUSTER/munge/munge.sock $*"
+  if [[ -d $CLUSTER/client ]]; then
+    printf 'required %s %s\n' "$AR_DAEMON_PLUGIN" "$args" >"$CLUSTER/etc/plugstack.conf"
+    printf 'required %s %s\n' "$AR_PLUGIN" "$args" >"$CLUSTER/client/plugstack.conf"
+  else
+    printf 'required %s %s\n' "$AR_PLUGIN" "$args" >"$CLUSTER/etc/plugstack.conf"
+  fi
 }
 
 # free_port: a TCP port nobody listens on now.
