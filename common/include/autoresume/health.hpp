@@ -1,0 +1,41 @@
+#pragma once
+// Health checks, free of Slurm: each check is a parser of what a tool or the
+// kernel reports, and a verdict. The checker (auto-resume-healthcheck)
+// gathers the input and marks the node; these functions only judge.
+
+#include <string>
+#include <string_view>
+
+namespace ar::health {
+
+enum class Status {
+  pass,
+  fail,
+  not_applicable,  // the node is not meant to have this hardware
+};
+std::string_view to_string(Status status);
+
+struct Result {
+  std::string check;  // e.g. "gpu", "neuron"
+  Status status = Status::pass;
+  std::string detail;  // what was seen: the reason text of a failure
+};
+
+// What a failed check does to the node: FAIL it for replacement, or only
+// DRAIN it (no node fault: running jobs go on).
+enum class Action { replace, drain };
+
+// The node's reason for a failed check, which the resume controller reads:
+// "Action:Replace <check>: <detail>" or "Action:Drain <check>: <detail>".
+// Slurm keeps reasons short: the detail is cut to fit kMaxReason bytes.
+inline constexpr std::size_t kMaxReason = 200;
+std::string node_reason(const Result& result, Action action);
+
+// GPU, from `nvidia-smi -q -x` (XML). `expected_gpus` is the node's
+// configured GPU count (its GRES): 0 makes the check not applicable. Fails
+// on output that is not nvidia-smi's XML, fewer GPUs than expected, a GPU
+// that fell off the bus, pending page retirement, a row remapping pending
+// or failed, and uncorrectable ECC errors.
+Result check_nvidia_smi(std::string_view xml, unsigned expected_gpus);
+
+}  // namespace ar::health

@@ -1,0 +1,127 @@
+#include "autoresume/health.hpp"
+
+#include <charconv>
+#include <pugixml.hpp>
+#include <string>
+#include <vector>
+
+namespace ar::health {
+
+namespace {
+
+std::string text_of(const pugi::xml_node& node, const char* path) {
+  return node.first_element_by_path(path).text().as_string();
+}
+
+// nvidia-smi prints "N/A" for counters a GPU does not have, and "ERR!" or
+// "Unknown Error" where the driver cannot read the GPU.
+bool unreadable(std::string_view value) {
+  return value.find("ERR!") != std::string_view::npos ||
+         value.find("Unknown Error") != std::string_view::npos ||
+         value.find("GPU is lost") != std::string_view::npos;
+}
+
+unsigned long long count(std::string_view value) {
+  unsigned long long n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  return ec == std::errc() ? n : 0;  // "N/A" and the like count as none
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : "; ") + item;
+  return out;
+}
+
+// What is wrong with one <gpu> element, if anything.
+std::vector<std::string> gpu_problems(const pugi::xml_node& gpu) {
+  const std::string id = gpu.attribute("id").as_string("?");
+  std::vector<std::string> problems;
+  // Any field the driver could not read: the GPU fell off the bus.
+  for (const auto* field : {"product_name", "uuid", "pci/pci_bus_id", "temperature/gpu_temp",
+                            "fb_memory_usage/total"}) {
+    if (unreadable(text_of(gpu, field))) {
+      problems.push_back("GPU " + id + " is not readable (fallen off the bus?)");
+      return problems;
+    }
+  }
+  if (text_of(gpu, "retired_pages/pending_retirement") == "Yes")
+    problems.push_back("GPU " + id + " has a page retirement pending (reset it)");
+  if (text_of(gpu, "remapped_rows/remapped_row_pending") == "Yes")
+    problems.push_back("GPU " + id + " has a row remapping pending (reset it)");
+  if (text_of(gpu, "remapped_rows/remapped_row_failure") == "Yes")
+    problems.push_back("GPU " + id + " failed to remap a row");
+  // Uncorrectable ECC errors since the driver loaded, by the names the
+  // driver versions use.
+  unsigned long long uncorrectable = 0;
+  for (const auto* field :
+       {"ecc_errors/volatile/double_bit/total", "ecc_errors/volatile/dram_uncorrectable",
+        "ecc_errors/volatile/sram_uncorrectable", "ecc_errors/volatile/sram_uncorrectable_parity",
+        "ecc_errors/volatile/sram_uncorrectable_secded"})
+    uncorrectable += count(text_of(gpu, field));
+  if (uncorrectable > 0)
+    problems.push_back("GPU " + id + " has " + std::to_string(uncorrectable) +
+                       " uncorrectable ECC errors");
+  return problems;
+}
+
+}  // namespace
+
+std::string_view to_string(Status status) {
+  switch (status) {
+    case Status::pass:
+      return "pass";
+    case Status::fail:
+      return "fail";
+    case Status::not_applicable:
+      return "not applicable";
+  }
+  return "?";
+}
+
+std::string node_reason(const Result& result, Action action) {
+  std::string reason =
+      std::string(action == Action::replace ? "Action:Replace " : "Action:Drain ") + result.check +
+      ": " + result.detail;
+  if (reason.size() > kMaxReason) reason = reason.substr(0, kMaxReason - 3) + "...";
+  return reason;
+}
+
+Result check_nvidia_smi(std::string_view xml, unsigned expected_gpus) {
+  Result result{"gpu", Status::pass, ""};
+  if (expected_gpus == 0) {
+    result.status = Status::not_applicable;
+    result.detail = "no GPUs configured for this node";
+    return result;
+  }
+  pugi::xml_document doc;
+  const auto parsed = doc.load_buffer(xml.data(), xml.size());
+  const auto log = doc.child("nvidia_smi_log");
+  if (!parsed || !log) {
+    result.status = Status::fail;
+    result.detail =
+        parsed ? std::string("nvidia-smi printed no <nvidia_smi_log>")
+               : std::string("nvidia-smi's output is not XML (") + parsed.description() + ")";
+    return result;
+  }
+  std::vector<std::string> problems;
+  unsigned gpus = 0;
+  for (const auto& gpu : log.children("gpu")) {
+    ++gpus;
+    for (auto& problem : gpu_problems(gpu)) problems.push_back(std::move(problem));
+  }
+  if (gpus < expected_gpus)
+    problems.insert(problems.begin(), std::to_string(gpus) + " GPUs visible, " +
+                                          std::to_string(expected_gpus) + " configured");
+  const std::string driver = text_of(log, "driver_version");
+  if (!problems.empty()) {
+    result.status = Status::fail;
+    result.detail = join(problems);
+    return result;
+  }
+  result.detail = std::to_string(gpus) + " GPUs healthy (" + text_of(log, "gpu/product_name") +
+                  ", driver " + driver + ")";
+  return result;
+}
+
+}  // namespace ar::health

@@ -1,0 +1,79 @@
+#include "autoresume/health.hpp"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "autoresume/resume.hpp"
+
+using ar::health::Status;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(AR_FIXTURES) + "/nvidia-smi/" + name);
+  REQUIRE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("healthy GPUs pass, naming model and driver", "[health]") {
+  const auto r = ar::health::check_nvidia_smi(fixture("healthy-2.xml"), 2);
+  CHECK(r.status == Status::pass);
+  CHECK(r.check == "gpu");
+  CHECK(r.detail == "2 GPUs healthy (NVIDIA H100 80GB HBM3, driver 535.183.01)");
+}
+
+TEST_CASE("each GPU failure fails with its reason", "[health]") {
+  auto fails = [](const char* file, unsigned expected, const char* reason) {
+    const auto r = ar::health::check_nvidia_smi(fixture(file), expected);
+    CHECK(r.status == Status::fail);
+    CHECK(r.detail == reason);
+  };
+  fails("lost-gpu.xml", 2, "GPU 00000000:2A:00.0 is not readable (fallen off the bus?)");
+  fails("pending-retirement.xml", 1,
+        "GPU 00000000:18:00.0 has a page retirement pending (reset it)");
+  fails("remap-failure.xml", 2,
+        "GPU 00000000:18:00.0 failed to remap a row; GPU 00000000:2A:00.0 has a row remapping "
+        "pending (reset it)");
+  fails("ecc.xml", 1, "GPU 00000000:18:00.0 has 2 uncorrectable ECC errors");
+  fails("healthy-2.xml", 8, "2 GPUs visible, 8 configured");
+}
+
+TEST_CASE("no GPUs configured: not applicable; garbage output: a failure", "[health]") {
+  CHECK(ar::health::check_nvidia_smi("", 0).status == Status::not_applicable);
+  CHECK(ar::health::check_nvidia_smi(fixture("healthy-2.xml"), 0).status == Status::not_applicable);
+  const auto garbage = ar::health::check_nvidia_smi("NVIDIA-SMI has failed", 1);
+  CHECK(garbage.status == Status::fail);
+  CHECK_THAT(garbage.detail, Contains("not XML"));
+  const auto other = ar::health::check_nvidia_smi("<other/>", 1);
+  CHECK(other.detail == "nvidia-smi printed no <nvidia_smi_log>");
+}
+
+TEST_CASE("a failed check's node reason is what the controller acts on", "[health]") {
+  const ar::health::Result r{"gpu", Status::fail, "GPU 0 has 2 uncorrectable ECC errors"};
+  CHECK(ar::health::node_reason(r, ar::health::Action::replace) ==
+        "Action:Replace gpu: GPU 0 has 2 uncorrectable ECC errors");
+  CHECK(ar::health::node_reason(r, ar::health::Action::drain) ==
+        "Action:Drain gpu: GPU 0 has 2 uncorrectable ECC errors");
+  const ar::health::Result longer{"gpu", Status::fail, std::string(500, 'x')};
+  const auto cut = ar::health::node_reason(longer, ar::health::Action::replace);
+  CHECK(cut.size() == ar::health::kMaxReason);
+  CHECK(cut.ends_with("..."));
+}
+
+TEST_CASE("the resume controller takes a replace mark as a fault, a drain mark not", "[health]") {
+  const ar::health::Result r{"gpu", Status::fail, "GPU 0 is not readable"};
+  ar::NodeHealth node;
+  node.fail = true;
+  node.reason = ar::health::node_reason(r, ar::health::Action::replace);
+  CHECK(ar::node_fault(node, 3).has_value());
+  node.fail = false;  // a drain-only check sets DRAIN, not FAIL
+  node.reason = ar::health::node_reason(r, ar::health::Action::drain);
+  CHECK_FALSE(ar::node_fault(node, 3).has_value());
+}
