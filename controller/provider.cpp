@@ -30,22 +30,29 @@ std::string tail(const std::string& output) {
 
 }  // namespace
 
-std::string run_restart_command(const std::vector<std::string>& command, const std::string& node,
-                                std::chrono::milliseconds timeout) {
-  std::vector<std::string> words;
-  for (const auto& word : command) words.push_back(substitute(word, node));
+CommandResult run_command(const std::vector<std::string>& args,
+                          std::chrono::milliseconds timeout) {
+  CommandResult result;
+  if (args.empty()) {
+    result.error = "no command";
+    return result;
+  }
+  auto words = args;
   std::vector<char*> argv;
   for (auto& word : words) argv.push_back(word.data());
   argv.push_back(nullptr);
 
   int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return std::string("pipe: ") + std::strerror(errno);
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    result.error = std::string("pipe: ") + std::strerror(errno);
+    return result;
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  // Nothing of the daemon's (its listening socket above all) may outlive it
+  // Nothing of ours (a daemon's listening socket above all) may outlive us
   // in a command that runs on after a restart.
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   posix_spawnattr_t attr;
@@ -54,16 +61,17 @@ std::string run_restart_command(const std::vector<std::string>& command, const s
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(pipe_fds[1]);
   if (rc != 0) {
     close(pipe_fds[0]);
-    return "cannot run " + words[0] + ": " + std::strerror(rc);
+    result.error = "cannot run " + words[0] + ": " + std::strerror(rc);
+    return result;
   }
 
-  std::string output;
+  constexpr std::size_t kKeep = 64 * 1024;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   bool timed_out = false;
   for (;;) {
@@ -75,26 +83,39 @@ std::string run_restart_command(const std::vector<std::string>& command, const s
     }
     pollfd p{pipe_fds[0], POLLIN, 0};
     const int ready = poll(&p, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
+    if (ready <= 0) continue;  // EINTR or a spurious wake: the deadline decides
     char buffer[4096];
     const auto n = read(pipe_fds[0], buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the command and everything it started closed the pipe
-    output.append(buffer, static_cast<std::size_t>(n));
+    result.output.append(buffer, static_cast<std::size_t>(n));
+    if (result.output.size() > kKeep) result.output.erase(0, result.output.size() - kKeep);
   }
   close(pipe_fds[0]);
   if (timed_out) kill(-pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out)
-    return words[0] + " did not finish within " + std::to_string(timeout.count() / 1000) +
-           " s; output: " + tail(output);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  const auto how = WIFEXITED(status) ? "exited " + std::to_string(WEXITSTATUS(status))
-                                     : "was killed by signal " + std::to_string(WTERMSIG(status));
-  return words[0] + " " + how + "; output: " + tail(output);
+  if (timed_out) {
+    result.error = words[0] + " did not finish within " +
+                   std::to_string(timeout.count() / 1000) + " s";
+  } else if (WIFEXITED(status)) {
+    result.status = WEXITSTATUS(status);
+  } else {
+    result.error = words[0] + " was killed by signal " + std::to_string(WTERMSIG(status));
+  }
+  return result;
+}
+
+std::string run_restart_command(const std::vector<std::string>& command, const std::string& node,
+                                std::chrono::milliseconds timeout) {
+  std::vector<std::string> words;
+  for (const auto& word : command) words.push_back(substitute(word, node));
+  const auto result = run_command(words, timeout);
+  if (result.status == 0) return "";
+  const auto how = !result.error.empty() ? result.error
+                                         : words[0] + " exited " + std::to_string(result.status);
+  return how + "; output: " + tail(result.output);
 }
 
 }  // namespace ar

@@ -110,6 +110,7 @@ const std::vector<NodeInfo>& NodeWatcher::load() {
     node.completing = (n.node_state & NODE_STATE_COMPLETING) != 0;
     node.reason = text(n.reason);
     node.slurmd_start_time = n.slurmd_start_time;
+    node.gres = text(n.gres);
     nodes_.push_back(std::move(node));
   }
   return nodes_;

@@ -65,6 +65,7 @@ struct NodeInfo {
   bool completing = false;
   std::string reason;
   std::int64_t slurmd_start_time = 0;  // tells one instance of a node from the next
+  std::string gres;                    // configured, e.g. gpu:8
 };
 
 // The nodes of a partition (empty if there is no such partition).

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <pugixml.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,35 @@ Result check_nvidia_smi(std::string_view xml, unsigned expected_gpus) {
   result.detail = std::to_string(gpus) + " GPUs healthy (" + text_of(log, "gpu/product_name") +
                   ", driver " + driver + ")";
   return result;
+}
+
+unsigned gpu_count_from_gres(std::string_view gres) {
+  unsigned total = 0;
+  std::size_t start = 0;
+  while (start < gres.size()) {
+    // Entries are comma-separated, but a socket list "(S:0,1)" has commas too.
+    std::size_t end = start;
+    int depth = 0;
+    for (; end < gres.size() && (gres[end] != ',' || depth > 0); ++end)
+      depth += gres[end] == '(' ? 1 : gres[end] == ')' ? -1 : 0;
+    auto entry = gres.substr(start, end - start);
+    start = end + 1;
+    entry = entry.substr(0, entry.find('('));
+    if (!entry.starts_with("gpu")) continue;
+    if (entry == "gpu") {
+      ++total;  // a bare "gpu" means one
+      continue;
+    }
+    if (entry[3] != ':') continue;  // e.g. "gpumem:..."
+    const auto count = entry.substr(entry.rfind(':') + 1);
+    unsigned n = 0;
+    const auto [ptr, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+    if (ec != std::errc() || ptr != count.data() + count.size())
+      throw std::invalid_argument("cannot read the GPU count of GRES entry '" + std::string(entry) +
+                                  "'");
+    total += n;
+  }
+  return total;
 }
 
 }  // namespace ar::health

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# --help and --version of both binaries, and their config loading.
+# --help and --version of the binaries, their config loading, and the
+# health checker's argument checks.
 set -euo pipefail
-daemon=$1 cli=$2 version=$3
+daemon=$1 cli=$2 version=$3 healthcheck=$4
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -30,4 +31,13 @@ if "$daemon" --config "$tmp/missing.conf" --check-config >"$tmp/out" 2>&1; then
   fail "auto-resumed accepted a missing config file"
 fi
 grep -q "missing.conf" "$tmp/out" || fail "missing file not named: $(cat "$tmp/out")"
+
+name=$(basename "$healthcheck")
+"$healthcheck" --help | grep -q "Usage:" || fail "$name --help prints no usage"
+[[ $("$healthcheck" --version) == "$name $version" ]] || fail "$name --version: $("$healthcheck" --version)"
+for bad in "--check banana" "--gpus -1" "--timeout 0" "--no-such-flag"; do
+  # shellcheck disable=SC2086 # the option and its value
+  if "$healthcheck" $bad --dry-run >"$tmp/out" 2>&1; then fail "$name accepted $bad"; fi
+  grep -q -- "${bad%% *}" "$tmp/out" || fail "$name did not name $bad: $(cat "$tmp/out")"
+done
 echo "ok"

@@ -77,3 +77,15 @@ TEST_CASE("the resume controller takes a replace mark as a fault, a drain mark n
   node.reason = ar::health::node_reason(r, ar::health::Action::drain);
   CHECK_FALSE(ar::node_fault(node, 3).has_value());
 }
+
+TEST_CASE("the configured GPU count comes from the node's GRES", "[health]") {
+  CHECK(ar::health::gpu_count_from_gres("") == 0);
+  CHECK(ar::health::gpu_count_from_gres("(null)") == 0);
+  CHECK(ar::health::gpu_count_from_gres("gpu:8") == 8);
+  CHECK(ar::health::gpu_count_from_gres("gpu:h100:4(S:0-1),gpu:a100:2") == 6);
+  CHECK(ar::health::gpu_count_from_gres("gpu:h100:4(S:0,1),foo:2") == 4);
+  CHECK(ar::health::gpu_count_from_gres("foo:2,gpumem:10G") == 0);
+  CHECK(ar::health::gpu_count_from_gres("gpu") == 1);
+  CHECK_THROWS_WITH(ar::health::gpu_count_from_gres("gpu:h100:many"),
+                    "cannot read the GPU count of GRES entry 'gpu:h100:many'");
+}

@@ -38,4 +38,9 @@ std::string node_reason(const Result& result, Action action);
 // or failed, and uncorrectable ECC errors.
 Result check_nvidia_smi(std::string_view xml, unsigned expected_gpus);
 
+// The GPUs a node's configured GRES string names ("gpu:8",
+// "gpu:h100:4(S:0-1),gpu:a100:2", "foo:2" -> 0). Throws
+// std::invalid_argument naming an entry whose count is not a number.
+unsigned gpu_count_from_gres(std::string_view gres);
+
 }  // namespace ar::health

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The GPU health check on a real cluster (nodes with a GPU GRES, nvidia-smi
+# replaced by stubs that print recorded output): healthy GPUs pass and leave
+# the node alone; a missing tool fails; and a failing check on a node under a
+# running auto-resume step marks it FAIL with "Action:Replace gpu: ...", and
+# the controller relaunches the step without that node at once.
+# shellcheck source=test/integration/lib.sh
+source "$(dirname "$0")/lib.sh"
+: "${AR_HEALTHCHECK:?set AR_HEALTHCHECK to the built auto-resume-healthcheck}"
+
+cluster_up --nodes 5 --gpus 1
+CONTROLLER_CONF='end_window=1' controller_up
+cd "$WORK" || exit
+fixtures=$AR_SOURCE_DIR/test/unit/fixtures/nvidia-smi
+for name in healthy-2 lost-gpu; do
+  printf '#!/bin/sh\ncat %q\n' "$fixtures/$name.xml" >"nvidia-smi-$name"
+  chmod +x "nvidia-smi-$name"
+done
+make_training_step
+cat >job.sh <<SCRIPT
+#!/bin/bash
+srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt 40
+echo "srun exit \$?"
+SCRIPT
+started() { [[ $(grep -c "attempt=$1 " step.out 2>/dev/null) == 4 ]]; }
+
+job=$(sbatch --parsable -N4 -o job.out job.sh)
+wait_until 60 "attempt 0 on 4 nodes" started 0
+wait_until 30 "attempt 0 to reach step 3" past 3
+
+# Healthy GPUs: pass, nothing marked.
+"$AR_HEALTHCHECK" --node node2 --nvidia-smi "$WORK/nvidia-smi-healthy-2" --gpus 2 >healthy.out ||
+  fail "the check failed on healthy GPUs: $(cat healthy.out)"
+assert_contains healthy.out "^gpu: pass: 2 GPUs healthy \(NVIDIA H100 80GB HBM3, driver 535\.183\.01\)$" "the healthy check"
+[[ $(node_state node2) != *fail* ]] || fail "node2 was marked: $(node_state node2)"
+
+# A GPU node without its tool fails (here without marking: --dry-run).
+rc=0
+"$AR_HEALTHCHECK" --node node2 --nvidia-smi "$WORK/no-such-nvidia-smi" --dry-run >missing.out || rc=$?
+assert_eq "$rc" 1 "the check's exit status without nvidia-smi"
+assert_contains missing.out "^gpu: fail: cannot run $WORK/no-such-nvidia-smi: " "the missing tool"
+assert_contains missing.out "would mark node2 FAIL: Action:Replace gpu: cannot run" "the dry run"
+
+# A lost GPU on node3, under the running step: marked, and the step moves.
+rc=0
+"$AR_HEALTHCHECK" --node node3 --nvidia-smi "$WORK/nvidia-smi-lost-gpu" >lost.out || rc=$?
+cat lost.out
+assert_eq "$rc" 1 "the check's exit status with a lost GPU (node3's GRES: 1 GPU)"
+assert_contains lost.out "^gpu: marked node3 FAIL: Action:Replace gpu: GPU 00000000:2A:00\.0 is not readable \(fallen off the bus\?\)$" "the mark"
+wait_until 60 "attempt 1 on 4 nodes" started 1
+assert_contains step.out "^0: attempt=1 .* nodes=node1,node2,node4,node5 " "attempt 1's nodes (node3 out, idle node5 in)"
+"$AR_CLI" events >events.txt
+assert_contains events.txt "job $job [^ ]+ detected: step $job\.0 attempt 0: node3: a health check failed: Action:Replace gpu: GPU 00000000:2A:00\.0 is not readable" "the controller's events"
+wait_until 60 "the job to end" job_ended
+assert_contains job.out "^srun exit 0$" "the batch script's output"
+assert_eq "$(job_field Restarts)" 0 "the job's restart count"
+note "ok"
