@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   std::string nvidia_smi = "nvidia-smi";
   bool dry_run = false;
   double timeout_s = 30;
-  app.add_option("--node", node, "The node checked and marked (default: $SLURMD_NODENAME or the host name)")
+  app.add_option("--node", node,
+                 "The node checked and marked (default: $SLURMD_NODENAME or the host name)")
       ->capture_default_str();
   app.add_option("--check", checks, "Checks to run (available: gpu)")
       ->check(CLI::IsMember({"gpu"}))
@@ -83,10 +84,9 @@ int main(int argc, char** argv) {
         results.push_back(ar::health::check_nvidia_smi(run.output, *gpus));
       else
         results.push_back({"gpu", ar::health::Status::fail,
-                           run.error.empty()
-                               ? fmt::format("{} -q -x exited {}: {}", nvidia_smi, run.status,
-                                             run.output.substr(0, 200))
-                               : run.error});
+                           run.error.empty() ? fmt::format("{} -q -x exited {}: {}", nvidia_smi,
+                                                           run.status, run.output.substr(0, 200))
+                                             : run.error});
     }
     int status = 0;
     for (const auto& r : results) {

@@ -30,8 +30,7 @@ std::string tail(const std::string& output) {
 
 }  // namespace
 
-CommandResult run_command(const std::vector<std::string>& args,
-                          std::chrono::milliseconds timeout) {
+CommandResult run_command(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
   CommandResult result;
   if (args.empty()) {
     result.error = "no command";
@@ -97,8 +96,8 @@ CommandResult run_command(const std::vector<std::string>& args,
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out) {
-    result.error = words[0] + " did not finish within " +
-                   std::to_string(timeout.count() / 1000) + " s";
+    result.error =
+        words[0] + " did not finish within " + std::to_string(timeout.count() / 1000) + " s";
   } else if (WIFEXITED(status)) {
     result.status = WEXITSTATUS(status);
   } else {
@@ -113,8 +112,8 @@ std::string run_restart_command(const std::vector<std::string>& command, const s
   for (const auto& word : command) words.push_back(substitute(word, node));
   const auto result = run_command(words, timeout);
   if (result.status == 0) return "";
-  const auto how = !result.error.empty() ? result.error
-                                         : words[0] + " exited " + std::to_string(result.status);
+  const auto how =
+      !result.error.empty() ? result.error : words[0] + " exited " + std::to_string(result.status);
   return how + "; output: " + tail(result.output);
 }
 
