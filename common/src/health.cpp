@@ -1,6 +1,8 @@
 #include "autoresume/health.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <pugixml.hpp>
 #include <stdexcept>
 #include <string>
@@ -122,6 +124,77 @@ Result check_nvidia_smi(std::string_view xml, unsigned expected_gpus) {
   }
   result.detail = std::to_string(gpus) + " GPUs healthy (" + text_of(log, "gpu/product_name") +
                   ", driver " + driver + ")";
+  return result;
+}
+
+std::optional<double> cpu_ops_per_second(std::string_view output) {
+  // stress-ng: metrc: [PID] cpu  OPS  REAL  USR  SYS  OPS/S(real)  OPS/S(usr+sys)
+  std::size_t start = 0;
+  while (start < output.size()) {
+    const auto end = std::min(output.find('\n', start), output.size());
+    const auto line = output.substr(start, end - start);
+    start = end + 1;
+    const auto tag = line.find("metrc: [");
+    if (tag == std::string_view::npos) continue;
+    const auto close = line.find(']', tag);
+    if (close == std::string_view::npos) continue;
+    std::vector<std::string_view> words;
+    std::size_t at = close + 1;
+    while (at < line.size()) {
+      const auto from = line.find_first_not_of(' ', at);
+      if (from == std::string_view::npos) break;
+      const auto to = std::min(line.find(' ', from), line.size());
+      words.push_back(line.substr(from, to - from));
+      at = to;
+    }
+    if (words.size() < 7 || words[0] != "cpu") continue;
+    double rate = 0;
+    const auto [ptr, ec] =
+        std::from_chars(words[5].data(), words[5].data() + words[5].size(), rate);
+    if (ec == std::errc() && ptr == words[5].data() + words[5].size()) return rate;
+  }
+  return std::nullopt;
+}
+
+Result check_cpu_stress(std::string_view output, int exit_status, std::optional<double> baseline,
+                        double min_fraction) {
+  Result result{"cpu", Status::fail, ""};
+  // stress-ng says "fail:" (or "error:") for what went wrong, e.g. a
+  // verification error of a stressor.
+  std::size_t start = 0;
+  while (start < output.size()) {
+    const auto end = std::min(output.find('\n', start), output.size());
+    const auto line = output.substr(start, end - start);
+    start = end + 1;
+    if (line.find(" fail: ") != std::string_view::npos ||
+        line.find(" error: ") != std::string_view::npos) {
+      result.detail = "stress-ng reported: " + std::string(line);
+      return result;
+    }
+  }
+  if (exit_status != 0) {
+    result.detail = "stress-ng exited " + std::to_string(exit_status);
+    return result;
+  }
+  const auto rate = cpu_ops_per_second(output);
+  if (!rate) {
+    result.detail = "no cpu metrics in stress-ng's output";
+    return result;
+  }
+  char text[128];
+  if (baseline && *baseline > 0 && *rate < min_fraction * *baseline) {
+    std::snprintf(text, sizeof text,
+                  "cpu throughput %.0f bogo ops/s is below %.0f%% of this node's baseline %.0f",
+                  *rate, min_fraction * 100, *baseline);
+    result.detail = text;
+    return result;
+  }
+  result.status = Status::pass;
+  if (baseline)
+    std::snprintf(text, sizeof text, "cpu %.0f bogo ops/s (baseline %.0f)", *rate, *baseline);
+  else
+    std::snprintf(text, sizeof text, "cpu %.0f bogo ops/s (no baseline recorded)", *rate);
+  result.detail = text;
   return result;
 }
 

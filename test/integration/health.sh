@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The GPU health check on a real cluster (nodes with a GPU GRES, nvidia-smi
+# The health checks on a real cluster (nodes with a GPU GRES, nvidia-smi
 # replaced by stubs that print recorded output): healthy GPUs pass and leave
-# the node alone; a missing tool fails; and a failing check on a node under a
-# running auto-resume step marks it FAIL with "Action:Replace gpu: ...", and
-# the controller relaunches the step without that node at once.
+# the node alone; a missing tool fails; the CPU stress check passes on this
+# machine in a short run; and a failing check on a node under a running
+# auto-resume step marks it FAIL with "Action:Replace gpu: ...", and the
+# controller relaunches the step without that node at once.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 : "${AR_HEALTHCHECK:?set AR_HEALTHCHECK to the built auto-resume-healthcheck}"
@@ -40,6 +41,17 @@ rc=0
 assert_eq "$rc" 1 "the check's exit status without nvidia-smi"
 assert_contains missing.out "^gpu: fail: cannot run $WORK/no-such-nvidia-smi: " "the missing tool"
 assert_contains missing.out "would mark node2 FAIL: Action:Replace gpu: cannot run" "the dry run"
+
+# The CPU stress check (stress-ng), short: passes on the idle node5 and
+# records its baseline; a node running jobs is skipped unless on demand.
+"$AR_HEALTHCHECK" --node node5 --check cpu --stress-seconds 2 --baseline-file "$WORK/baseline" \
+  --record-baseline >cpu.out || fail "the cpu check failed on an idle node: $(cat cpu.out)"
+cat cpu.out
+assert_contains cpu.out "^cpu: pass: cpu [0-9]+ bogo ops/s \(no baseline recorded\)$" "the cpu check"
+assert_contains cpu.out "^cpu: baseline [0-9]+ bogo ops/s written to $WORK/baseline$" "the baseline"
+[[ $(cat "$WORK/baseline") =~ ^[0-9.]+$ ]] || fail "baseline file: $(cat "$WORK/baseline")"
+"$AR_HEALTHCHECK" --node node1 --check cpu --stress-seconds 1 >busy.out || fail "$(cat busy.out)"
+assert_contains busy.out "^cpu: skipped: node1 runs jobs" "the cpu check on a busy node"
 
 # A lost GPU on node3, under the running step: marked, and the step moves.
 rc=0

@@ -89,3 +89,42 @@ TEST_CASE("the configured GPU count comes from the node's GRES", "[health]") {
   CHECK_THROWS_WITH(ar::health::gpu_count_from_gres("gpu:h100:many"),
                     "cannot read the GPU count of GRES entry 'gpu:h100:many'");
 }
+
+namespace {
+std::string stress_fixture(const std::string& name) {
+  std::ifstream in(std::string(AR_FIXTURES) + "/stress-ng/" + name);
+  REQUIRE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+}  // namespace
+
+TEST_CASE("the CPU stress check reads stress-ng's cpu throughput", "[health]") {
+  const auto healthy = stress_fixture("healthy.txt");
+  CHECK(ar::health::cpu_ops_per_second(healthy) == Approx(2753.37));
+  CHECK_FALSE(ar::health::cpu_ops_per_second("stress-ng: info: nothing"));
+
+  auto r = ar::health::check_cpu_stress(healthy, 0, std::nullopt, 0.5);
+  CHECK(r.status == Status::pass);
+  CHECK(r.check == "cpu");
+  CHECK(r.detail == "cpu 2753 bogo ops/s (no baseline recorded)");
+  r = ar::health::check_cpu_stress(healthy, 0, 3000.0, 0.5);
+  CHECK(r.status == Status::pass);
+  CHECK(r.detail == "cpu 2753 bogo ops/s (baseline 3000)");
+}
+
+TEST_CASE("the CPU stress check fails on errors and on a slow CPU", "[health]") {
+  auto r = ar::health::check_cpu_stress(stress_fixture("verify-failure.txt"), 2, std::nullopt, 0.5);
+  CHECK(r.status == Status::fail);
+  CHECK(r.detail ==
+        "stress-ng reported: stress-ng: fail:  [2207] cpu: matrixprod: verification failed: "
+        "computation 1 result differs");
+  r = ar::health::check_cpu_stress(stress_fixture("healthy.txt"), 0, 6000.0, 0.5);
+  CHECK(r.status == Status::fail);
+  CHECK(r.detail == "cpu throughput 2753 bogo ops/s is below 50% of this node's baseline 6000");
+  r = ar::health::check_cpu_stress("stress-ng: unrecognized option", 1, std::nullopt, 0.5);
+  CHECK(r.detail == "stress-ng exited 1");
+  r = ar::health::check_cpu_stress("stress-ng: info: [1] done\n", 0, std::nullopt, 0.5);
+  CHECK(r.detail == "no cpu metrics in stress-ng's output");
+}

@@ -3,6 +3,7 @@
 // kernel reports, and a verdict. The checker (auto-resume-healthcheck)
 // gathers the input and marks the node; these functions only judge.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,16 @@ std::string node_reason(const Result& result, Action action);
 // that fell off the bus, pending page retirement, a row remapping pending
 // or failed, and uncorrectable ECC errors.
 Result check_nvidia_smi(std::string_view xml, unsigned expected_gpus);
+
+// CPU stress, from `stress-ng --cpu N --io K --verify --metrics-brief`:
+// its exit status and output. Fails when stress-ng failed or reported a
+// failure (a verification error), when its output has no cpu metrics, and
+// when the cpu throughput (bogo ops/s, real time) is below `min_fraction`
+// of this node's recorded `baseline` (if there is one).
+Result check_cpu_stress(std::string_view output, int exit_status, std::optional<double> baseline,
+                        double min_fraction);
+// The cpu throughput in stress-ng's metrics, if there is one.
+std::optional<double> cpu_ops_per_second(std::string_view output);
 
 // The GPUs a node's configured GRES string names ("gpu:8",
 // "gpu:h100:4(S:0-1),gpu:a100:2", "foo:2" -> 0). Throws
