@@ -202,30 +202,25 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job,
 void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   const auto job = slurm::load_job(step.step.job_id);
   if (job && job->suspended) return;  // preempted or suspended: look again later
-  if (step.state == step_state::kRepairing) {
-    if (job && job->running) {
-      repair(step, *job, nodes);
-    } else if (job && job->pending && job->restart_count > 0) {
-      decide(step, "requeued",
-             fmt::format("Slurm requeued job {} before the repair finished; it restarts from its "
-                         "batch script",
-                         step.step.job_id));
-    } else {
-      decide(step, "cancelled",
-             fmt::format("job {} ended ({}) during the repair", step.step.job_id,
-                         job ? job->state : "gone"));
-    }
-    if (step.state == step_state::kDecided) cancel_helpers(step.step.job_id);
-    return;
-  }
+  const bool repairing = step.state == step_state::kRepairing;
   if (!job || !job->running) {
+    // The step cannot go on: Slurm requeued the job, or it ended.
+    const auto id = step.step.job_id;
     if (job && job->pending && job->restart_count > 0)
       decide(step, "requeued",
-             fmt::format("Slurm requeued job {}; it restarts from its batch script",
-                         step.step.job_id));
-    else
+             fmt::format("Slurm requeued job {}{}; it restarts from its batch script", id,
+                         repairing ? " before the repair finished" : ""));
+    else if (repairing)
       decide(step, "cancelled",
-             fmt::format("job {} is {}", step.step.job_id, job ? job->state : "gone"));
+             fmt::format("job {} ended ({}) during the repair", id, job ? job->state : "gone"));
+    else
+      decide(step, "cancelled", fmt::format("job {} is {}", id, job ? job->state : "gone"));
+    if (repairing) cancel_helpers(id);
+    return;
+  }
+  if (repairing) {
+    repair(step, *job, nodes);
+    if (step.state == step_state::kDecided) cancel_helpers(step.step.job_id);
     return;
   }
   auto found = faults(step, *job, nodes);

@@ -175,9 +175,10 @@ void free_steps(job_step_info_response_msg_t* msg) {
   }
   slurm_free_job_step_info_response_msg(msg);
 }
-}  // namespace
 
-std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) {
+// Step job.step as slurmctld lists it: its node list ("" when it has none
+// yet), or nothing if it is not listed.
+std::optional<std::string> find_step(std::uint32_t job_id, std::uint32_t step_id) {
   job_step_info_response_msg_t* msg = nullptr;
   if (slurm_get_job_steps(0, job_id, step_id, &msg, SHOW_ALL) != SLURM_SUCCESS) {
     if (slurm_get_errno() == ESLURM_INVALID_JOB_ID) return std::nullopt;
@@ -185,23 +186,20 @@ std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_i
   }
   std::optional<std::string> nodes;
   for (std::uint32_t i = 0; msg != nullptr && i < msg->job_step_count; ++i)
-    if (msg->job_steps[i].step_id.step_id == step_id && msg->job_steps[i].nodes != nullptr)
-      nodes = msg->job_steps[i].nodes;
+    if (msg->job_steps[i].step_id.step_id == step_id) nodes = text(msg->job_steps[i].nodes);
   free_steps(msg);
+  return nodes;
+}
+}  // namespace
+
+std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) {
+  auto nodes = find_step(job_id, step_id);
+  if (nodes && nodes->empty()) return std::nullopt;
   return nodes;
 }
 
 bool step_exists(std::uint32_t job_id, std::uint32_t step_id) {
-  job_step_info_response_msg_t* msg = nullptr;
-  if (slurm_get_job_steps(0, job_id, step_id, &msg, SHOW_ALL) != SLURM_SUCCESS) {
-    if (slurm_get_errno() == ESLURM_INVALID_JOB_ID) return false;
-    fail("cannot load step " + std::to_string(job_id) + "." + std::to_string(step_id));
-  }
-  bool found = false;
-  for (std::uint32_t i = 0; msg != nullptr && i < msg->job_step_count; ++i)
-    found = found || msg->job_steps[i].step_id.step_id == step_id;
-  free_steps(msg);
-  return found;
+  return find_step(job_id, step_id).has_value();
 }
 
 void kill_step(std::uint32_t job_id, std::uint32_t step_id) {

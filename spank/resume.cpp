@@ -171,9 +171,12 @@ void relaunch(const ProtectedStep& step, const proto::json& plan) {
   say("cannot relaunch srun: %s", std::strerror(error));
 }
 
-void say_verdict(const ProtectedStep& step, const Answer& answer) {
+// Says a final verdict other than relaunch and ends srun with its status.
+[[noreturn]] void end_with(const ProtectedStep& step, const Answer& answer) {
   say("step %u.%u (run %s, attempt %u): %s: %s", step.job_id, step.step_id, step.run_id.c_str(),
       step.attempt, std::string(to_string(answer.verdict)).c_str(), answer.message.c_str());
+  std::fflush(nullptr);
+  _exit(verdict_exit_status(answer.verdict).value_or(kExitGiveUp));
 }
 
 }  // namespace
@@ -213,9 +216,7 @@ class VerdictWatcher {
         if (is_final(answer.verdict)) {
           // The controller ended the step (or Slurm is ending the job):
           // srun need not wait for tasks on a dead node.
-          say_verdict(step_, answer);
-          std::fflush(nullptr);
-          _exit(verdict_exit_status(answer.verdict).value_or(kExitGiveUp));
+          end_with(step_, answer);
         }
       } catch (const std::exception&) {
         // Asked again in a second; the exit hook reports a lasting failure.
@@ -289,9 +290,7 @@ int local_exit() {
       }
       if (answer.verdict == Verdict::no_fault) return ESPANK_SUCCESS;
       if (is_final(answer.verdict)) {
-        say_verdict(step, answer);
-        std::fflush(nullptr);
-        _exit(verdict_exit_status(answer.verdict).value_or(kExitGiveUp));
+        end_with(step, answer);
       }
       // The usual wait after a step (looking for a node at fault) goes
       // unsaid; a repair is worth a line per phase.

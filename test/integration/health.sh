@@ -18,12 +18,7 @@ for name in healthy-2 lost-gpu; do
   chmod +x "nvidia-smi-$name"
 done
 make_training_step
-cat >job.sh <<SCRIPT
-#!/bin/bash
-srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt 40
-echo "srun exit \$?"
-SCRIPT
-started() { [[ $(grep -c "attempt=$1 " step.out 2>/dev/null) == 4 ]]; }
+make_training_job 40
 
 job=$(sbatch --parsable -N4 -o job.out job.sh)
 wait_until 60 "attempt 0 on 4 nodes" started 0

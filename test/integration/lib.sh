@@ -277,6 +277,22 @@ if ((SLURM_PROCID == 0)); then echo "done at step $steps"; fi
 SCRIPT
   chmod +x "$WORK/step.sh"
 }
+# make_training_job STEPS [LINE]: $WORK/job.sh, a batch script that runs
+# the stand-in as `srun --auto-resume=1` (every task's output in
+# $WORK/step.out, in append mode across relaunches), after LINE if given,
+# and prints "srun exit STATUS".
+make_training_job() {
+  {
+    echo '#!/bin/bash'
+    [[ -z ${2:-} ]] || echo "$2"
+    echo "srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt $1"
+    echo 'echo "srun exit $?"'
+  } >"$WORK/job.sh"
+}
+# started ATTEMPT [TASKS]: all TASKS (default 4) tasks of ATTEMPT printed
+# their first line to $WORK/step.out.
+started() { [[ $(grep -c "attempt=$1 " "$WORK/step.out" 2>/dev/null) == "${2:-4}" ]]; }
+
 # checkpoint: the step in $WORK/ckpt (0 without one); past N: it is >= N.
 checkpoint() { cat "$WORK/ckpt" 2>/dev/null || echo 0; }
 past() { (($(checkpoint) >= $1)); }

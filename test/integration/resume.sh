@@ -17,29 +17,25 @@ CONTROLLER_CONF=$'backoff=1\nend_window=2' controller_up
 cd "$WORK" || exit
 
 make_training_step
-cat >job.sh <<SCRIPT
-#!/bin/bash
-export MASTER_PORT=31234  # the user's own: kept across relaunches
-srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt 60
-echo "srun exit \$?"
-SCRIPT
+# The user's own MASTER_PORT is kept across relaunches.
+make_training_job 60 'export MASTER_PORT=31234'
 
-# Two tasks per node: a replacement node must hold the job's 2 CPUs per node.
-started() { [[ $(grep -c "attempt=$1 " step.out 2>/dev/null) == 8 ]]; }
+# Two tasks per node (8 in all): a replacement node must hold the job's 2
+# CPUs per node.
 
 job=$(sbatch --parsable -N4 --ntasks-per-node=2 -o job.out job.sh)
-wait_until 60 "attempt 0 on 4 nodes" started 0
+wait_until 60 "attempt 0 on 4 nodes" started 0 8
 wait_until 30 "attempt 0 to reach step 5" past 5
 [[ $(job_field BatchHost) == node1 ]] || fail "batch host is $(job_field BatchHost), not node1"
 "$CLUSTER_CMD" kill-node "$CLUSTER" node3 >/dev/null
 killed=$SECONDS
-wait_until 60 "attempt 1 on 4 nodes" started 1
+wait_until 60 "attempt 1 on 4 nodes" started 1 8
 note "node3 killed: attempt 1 running $((SECONDS - killed)) s later"
 first_resume_at=$(checkpoint)
 wait_until 30 "attempt 1 to make progress" past $((first_resume_at + 5))
 "$CLUSTER_CMD" kill-node "$CLUSTER" node2 >/dev/null
 killed=$SECONDS
-wait_until 60 "attempt 2 on 4 nodes" started 2
+wait_until 60 "attempt 2 on 4 nodes" started 2 8
 note "node2 killed: attempt 2 running $((SECONDS - killed)) s later"
 wait_until 60 "the job to end" job_ended
 

@@ -23,12 +23,7 @@ CONTROLLER_RESTART_COMMAND="$WORK/slow-restart.sh {node}"
 CONTROLLER_CONF=$'max_attempts=2\nbackoff=1'
 controller_up
 make_training_step
-cat >job.sh <<SCRIPT
-#!/bin/bash
-srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt 400
-echo "srun exit \$?"
-SCRIPT
-started() { [[ $(grep -c "attempt=$1 " step.out 2>/dev/null) == 4 ]]; }
+make_training_job 400
 event() { "$AR_CLI" events | grep -qE "job $job [^ ]+ $1"; }
 
 job=$(sbatch --parsable -N4 -o job.out job.sh)

@@ -12,8 +12,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(AR_FIXTURES) + "/nvidia-smi/" + name);
+// A recorded output under test/unit/fixtures/<tool>/.
+std::string fixture(const std::string& tool, const std::string& name) {
+  std::ifstream in(std::string(AR_FIXTURES) + "/" + tool + "/" + name);
   REQUIRE(in);
   std::ostringstream text;
   text << in.rdbuf();
@@ -23,7 +24,7 @@ std::string fixture(const std::string& name) {
 }  // namespace
 
 TEST_CASE("healthy GPUs pass, naming model and driver", "[health]") {
-  const auto r = ar::health::check_nvidia_smi(fixture("healthy-2.xml"), 2);
+  const auto r = ar::health::check_nvidia_smi(fixture("nvidia-smi", "healthy-2.xml"), 2);
   CHECK(r.status == Status::pass);
   CHECK(r.check == "gpu");
   CHECK(r.detail == "2 GPUs healthy (NVIDIA H100 80GB HBM3, driver 535.183.01)");
@@ -31,7 +32,7 @@ TEST_CASE("healthy GPUs pass, naming model and driver", "[health]") {
 
 TEST_CASE("each GPU failure fails with its reason", "[health]") {
   auto fails = [](const char* file, unsigned expected, const char* reason) {
-    const auto r = ar::health::check_nvidia_smi(fixture(file), expected);
+    const auto r = ar::health::check_nvidia_smi(fixture("nvidia-smi", file), expected);
     CHECK(r.status == Status::fail);
     CHECK(r.detail == reason);
   };
@@ -47,7 +48,8 @@ TEST_CASE("each GPU failure fails with its reason", "[health]") {
 
 TEST_CASE("no GPUs configured: not applicable; garbage output: a failure", "[health]") {
   CHECK(ar::health::check_nvidia_smi("", 0).status == Status::not_applicable);
-  CHECK(ar::health::check_nvidia_smi(fixture("healthy-2.xml"), 0).status == Status::not_applicable);
+  CHECK(ar::health::check_nvidia_smi(fixture("nvidia-smi", "healthy-2.xml"), 0).status ==
+        Status::not_applicable);
   const auto garbage = ar::health::check_nvidia_smi("NVIDIA-SMI has failed", 1);
   CHECK(garbage.status == Status::fail);
   CHECK_THAT(garbage.detail, Contains("not XML"));
@@ -90,18 +92,8 @@ TEST_CASE("the configured GPU count comes from the node's GRES", "[health]") {
                     "cannot read the GPU count of GRES entry 'gpu:h100:many'");
 }
 
-namespace {
-std::string stress_fixture(const std::string& name) {
-  std::ifstream in(std::string(AR_FIXTURES) + "/stress-ng/" + name);
-  REQUIRE(in);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-}  // namespace
-
 TEST_CASE("the CPU stress check reads stress-ng's cpu throughput", "[health]") {
-  const auto healthy = stress_fixture("healthy.txt");
+  const auto healthy = fixture("stress-ng", "healthy.txt");
   CHECK(ar::health::cpu_ops_per_second(healthy) == Approx(2753.37));
   CHECK_FALSE(ar::health::cpu_ops_per_second("stress-ng: info: nothing"));
 
@@ -115,12 +107,13 @@ TEST_CASE("the CPU stress check reads stress-ng's cpu throughput", "[health]") {
 }
 
 TEST_CASE("the CPU stress check fails on errors and on a slow CPU", "[health]") {
-  auto r = ar::health::check_cpu_stress(stress_fixture("verify-failure.txt"), 2, std::nullopt, 0.5);
+  auto r = ar::health::check_cpu_stress(fixture("stress-ng", "verify-failure.txt"), 2, std::nullopt,
+                                        0.5);
   CHECK(r.status == Status::fail);
   CHECK(r.detail ==
         "stress-ng reported: stress-ng: fail:  [2207] cpu: matrixprod: verification failed: "
         "computation 1 result differs");
-  r = ar::health::check_cpu_stress(stress_fixture("healthy.txt"), 0, 6000.0, 0.5);
+  r = ar::health::check_cpu_stress(fixture("stress-ng", "healthy.txt"), 0, 6000.0, 0.5);
   CHECK(r.status == Status::fail);
   CHECK(r.detail == "cpu throughput 2753 bogo ops/s is below 50% of this node's baseline 6000");
   r = ar::health::check_cpu_stress("stress-ng: unrecognized option", 1, std::nullopt, 0.5);
