@@ -42,9 +42,11 @@ int main(int argc, char** argv) {
   try {
     ar::slurm::init();
     ar::Store store(config.state_dir);
-    ar::Engine engine(store, config);
-    ar::Service service(store, ar::slurm::load_job, ar::slurm::slurm_user_uid,
-                        ar::slurm::cancel_job, [&engine] { engine.wake(); });
+    ar::NodeKeeper keeper(store, config);
+    ar::Engine engine(store, config, keeper);
+    ar::Service service(
+        store, ar::slurm::load_job, ar::slurm::slurm_user_uid, ar::slurm::cancel_job,
+        [&engine] { engine.wake(); }, &keeper);
     ar::net::asio::io_context io;
     ar::net::asio::thread_pool workers(4);
     ar::Server server(io, workers, config.listen, service, config.munge_socket);

@@ -51,10 +51,32 @@ void print_steps(const json& result) {
 }
 
 void print_events(const json& result) {
-  for (const auto& e : result.at("events"))
-    fmt::print("{} job {} {} {}: {}\n", format_time(e.at("at").get<std::int64_t>()),
-               e.at("job_id").get<long>(), e.at("run_id").get<std::string>(),
+  for (const auto& e : result.at("events")) {
+    // A step's events name its job and run; a node's, the node (or "-" for
+    // the controller's own, such as a stall).
+    const auto node = e.value("node", std::string());
+    const auto run = e.at("run_id").get<std::string>();
+    const auto who = !run.empty() ? fmt::format("job {} {}", e.at("job_id").get<long>(), run)
+                                  : fmt::format("node {}", node.empty() ? "-" : node);
+    fmt::print("{} {} {}: {}\n", format_time(e.at("at").get<std::int64_t>()), who,
                e.at("kind").get<std::string>(), e.at("detail").get<std::string>());
+  }
+}
+
+void print_nodes(const json& result) {
+  const auto& repairs = result.at("replacements");
+  if (repairs.empty()) fmt::print("no node is being replaced\n");
+  for (const auto& r : repairs)
+    fmt::print(
+        "{} {} ({}, {} provider tries, since {}): {}{}\n", r.at("node").get<std::string>(),
+        r.at("state").get<std::string>(), r.at("mode").get<std::string>(),
+        r.at("attempts").get<long>(), format_time(r.at("started_at").get<std::int64_t>()),
+        r.at("reason").get<std::string>(),
+        r.at("detail").get<std::string>().empty() ? "" : " - " + r.at("detail").get<std::string>());
+  const auto& heard = result.at("heartbeats");
+  if (heard.empty()) fmt::print("no node agent heard from\n");
+  for (const auto& [node, age] : heard.items())
+    fmt::print("{}: last heartbeat {:.1f} s ago\n", node, age.get<double>());
 }
 
 }  // namespace
@@ -88,8 +110,25 @@ int main(int argc, char** argv) {
   std::uint32_t job_filter = 0;
   status->add_option("--job", job_filter, "Only this job");
   auto* events = app.add_subcommand("events", "List what the controller did");
-  std::uint32_t since = 0;
-  events->add_option("--since", since, "Only events at or after this Unix time");
+  std::string since;
+  events->add_option("--since", since,
+                     "Only events from then on: Unix seconds, a UTC time "
+                     "(2026-11-29T14:05:00Z) or an age (90s, 10m, 2h, 1d)");
+  auto* replace = app.add_subcommand(
+      "replace",
+      "Replace a node (root): FAIL it, let its jobs finish, have the provider replace it");
+  std::string replace_node;
+  bool replace_now = false;
+  bool replace_force = false;
+  replace->add_option("NODE", replace_node, "The node, as slurm.conf names it")->required();
+  auto* now_flag = replace->add_flag("--now", replace_now,
+                                     "Resume the auto-resume steps on it elsewhere at once");
+  replace
+      ->add_flag("--force", replace_force,
+                 "Also kill the other jobs on it (after its auto-resume steps moved)")
+      ->excludes(now_flag);
+  auto* nodes =
+      app.add_subcommand("nodes", "Node replacements under way and node agents' heartbeats (root)");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -109,8 +148,20 @@ int main(int argc, char** argv) {
     }
     if (events->parsed()) {
       op = "events";
-      fields["since"] = since;
+      if (!since.empty())
+        fields["since"] = ar::parse_since("--since", since,
+                                          std::chrono::duration_cast<std::chrono::seconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count());
     }
+    if (replace->parsed()) {
+      op = "replace";
+      fields = {{"node", replace_node},
+                {"mode", replace_force ? "force"
+                         : replace_now ? "now"
+                                       : "wait"}};
+    }
+    if (nodes->parsed()) op = "nodes";
     const auto reply = ar::call_controller(
         endpoint, timeout, op,
         ar::munge_encode_credential(munge_socket, ar::credential_payload(op)), std::move(fields));
@@ -127,6 +178,10 @@ int main(int argc, char** argv) {
                  reply.result.at("protocol").get<int>(), reply.result.at("uid").get<long>());
     } else if (op == "status") {
       print_steps(reply.result);
+    } else if (op == "replace") {
+      fmt::print("{}\n", reply.result.at("message").get<std::string>());
+    } else if (op == "nodes") {
+      print_nodes(reply.result);
     } else {
       print_events(reply.result);
     }

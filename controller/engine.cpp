@@ -50,7 +50,6 @@ std::string key(const StoredStep& step) {
 // the engine worked on it: nothing to report.
 struct DecidedMeanwhile {};
 
-constexpr milliseconds kRestartTimeout{60'000};
 // How long a relaunch waits for the old step to leave the nodes. Its tasks
 // are gone within a second of the SIGKILL; its record may stay for minutes
 // when its first node died, which the relaunch's --overlap allows for.
@@ -59,12 +58,11 @@ constexpr seconds kOldStepGrace{5};
 constexpr seconds kLostStepGrace{15};
 // How long a helper allocation may stay pending before another node is chosen.
 constexpr seconds kHelperPatience{30};
-// A provider that failed is asked again after this long.
-constexpr seconds kProviderRetry{10};
 
 }  // namespace
 
-Engine::Engine(Store& store, const DaemonConfig& config) : store_(store), config_(config) {}
+Engine::Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper)
+    : store_(store), config_(config), keeper_(keeper) {}
 
 Engine::~Engine() { stop(); }
 
@@ -106,13 +104,20 @@ void Engine::run() {
 
 void Engine::tick() {
   auto steps = store_.active_steps();
+  NodeMap nodes;
+  for (const auto& node : watcher_.load()) nodes[node.name] = &node;
+  std::set<std::string> protected_nodes;
+  for (const auto& step : steps) {
+    for (const auto& host : step_hosts(step)) protected_nodes.insert(host);
+    if (step.repair.contains("replacements"))
+      for (const auto& host : step.repair["replacements"]) protected_nodes.insert(host);
+  }
+  keeper_.tick(nodes, protected_nodes);
   if (steps.empty()) {
     failed_probes_.clear();
     step_nodes_.clear();
     return;
   }
-  NodeMap nodes;
-  for (const auto& node : watcher_.load()) nodes[node.name] = &node;
   if (config_.probe_failures > 0 && Clock::now() - last_probe_ >= config_.probe_interval) {
     last_probe_ = Clock::now();
     probe(steps, nodes);
@@ -335,6 +340,9 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
   std::vector<std::string> notes;
   for (const auto& f : step.repair["failed"]) {
     const std::string node = f["node"];
+    // A node a health check, a heartbeat or an admin marked keeps that
+    // reason: the node keeper replaces it by that mark.
+    if (f["why"].get<std::string>().starts_with(kCheckFailed)) continue;
     try {
       slurm::set_node_fail(
           node, fmt::format("auto-resume: {} (job {})", f["why"].get<std::string>(), job.job_id));
@@ -375,14 +383,28 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
   auto chosen = names(repair["replacements"]);
   const auto partition = slurm::partition_nodes(job.partition);
   while (chosen.size() < failed.size()) {
-    // An idle node of the job's partition that never failed this job.
+    // A spare of the job's partition (kept for this), else an idle node of
+    // it; one that never failed this job.
     const slurm::NodeInfo* pick = nullptr;
-    for (const auto& [name, node] : nodes) {
-      if (!node->idle || node->fail || node->drain || node->not_responding || node->completing ||
-          contains(job.hosts, name) || contains(chosen, name) || is_banned(*node))
-        continue;
-      if (!contains(partition, name)) continue;
-      pick = node;
+    for (const bool spare : {true, false}) {
+      for (const auto& [name, node] : nodes) {
+        if (spare ? !NodeKeeper::is_spare(*node)
+                  : (!node->idle || node->fail || node->drain || node->not_responding ||
+                     node->completing))
+          continue;
+        if (contains(job.hosts, name) || contains(chosen, name) || is_banned(*node) ||
+            !contains(partition, name))
+          continue;
+        pick = node;
+        break;
+      }
+      if (pick == nullptr) continue;
+      if (spare) {
+        slurm::resume_node(pick->name);
+        save(step, "spare_taken",
+             fmt::format("spare {} of partition {} taken for job {}", pick->name, job.partition,
+                         job.job_id));
+      }
       break;
     }
     if (pick == nullptr) break;
@@ -398,45 +420,18 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
          fmt::format("replacements for job {}: {}", job.job_id, join(chosen)));
     return true;
   }
-  if (config_.local_restart_command.empty()) return false;  // wait for an idle node
-  // The local provider: start each failed node's slurmd again, then let it
-  // rejoin the pool once its new instance has registered.
+  // No idle node: the node keeper has the provider replace the failed
+  // nodes, which then come back idle as new instances (chosen above at a
+  // later tick). A replacement that failed for good ends the wait.
   for (const auto& f : failed) {
     const std::string node = f["node"];
-    auto& restarted = repair["restarted"];
-    if (!restarted.contains(node)) {
-      // The command runs on a thread of its own: a slow provider must not
-      // hold up the other steps' detection and verdicts.
-      auto running = restarts_.find(node);
-      if (running == restarts_.end()) {
-        const auto last_try = step.repair.value("provider_tried_" + node, std::int64_t{0});
-        if (now_unix() - last_try < kProviderRetry.count()) continue;
-        step.repair["provider_tried_" + node] = now_unix();
-        restarts_.emplace(node, std::async(std::launch::async, run_restart_command,
-                                           config_.local_restart_command, node, kRestartTimeout));
-        continue;
-      }
-      if (running->second.wait_for(std::chrono::seconds{0}) != std::future_status::ready) continue;
-      const auto error = running->second.get();
-      restarts_.erase(running);
-      if (!error.empty()) {
-        save(step, "provider_failed", fmt::format("restarting {}: {}", node, error));
-        continue;
-      }
-      restarted[node] = true;
-      save(step, "provider", fmt::format("local provider started {}'s slurmd again", node));
-      continue;
-    }
-    const auto it = nodes.find(node);
-    if (it == nodes.end()) continue;
-    const auto& info = *it->second;
-    const bool new_instance = info.slurmd_start_time != f["instance"].get<std::int64_t>();
-    if (new_instance && !info.not_responding && !info.down && (info.fail || info.drain) &&
-        info.reason.starts_with("auto-resume:")) {
-      slurm::resume_node(node);
-      save(step, "node_back",
-           fmt::format("{} is a new instance (slurmd started at {}) and back in service", node,
-                       info.slurmd_start_time));
+    if (contains(chosen, node)) continue;
+    if (const auto r = store_.node_repair(node); r && r->state == node_state::kFailed) {
+      decide(step, "give_up",
+             fmt::format("no node can replace {} (no idle node in partition {}, and the "
+                         "provider failed: {})",
+                         node, job.partition, r->detail));
+      return false;
     }
   }
   return false;

@@ -10,7 +10,8 @@
 //
 // A repair: `detected` (policy checks: attempts, time left, GRES or batch
 // host -> requeue) -> `node_out` (FAIL mark, shrink, old step cancelled) ->
-// `replaced` (an idle node of the partition, or the provider's new instance)
+// `replaced` (an idle node of the partition, or the failed node itself once
+// the node keeper had the provider replace it)
 // -> `expanded` (helper allocation merged into the job) -> relaunch once the
 // old step is gone and the backoff has passed.
 
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "autoresume/daemon_config.hpp"
+#include "node_keeper.hpp"
 #include "slurm_adapter.hpp"
 #include "store.hpp"
 
@@ -31,7 +33,8 @@ namespace ar {
 
 class Engine {
  public:
-  Engine(Store& store, const DaemonConfig& config);
+  // `keeper` has its turn on the engine's thread, with the same node list.
+  Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -67,6 +70,7 @@ class Engine {
 
   Store& store_;
   const DaemonConfig& config_;
+  NodeKeeper& keeper_;
   slurm::NodeWatcher watcher_;
   std::map<std::string, unsigned> failed_probes_;
   Clock::time_point last_probe_{};
@@ -74,8 +78,6 @@ class Engine {
   std::map<std::string, std::string> last_error_;
   // The nodes each step runs on, from slurmctld.
   std::map<std::string, std::vector<std::string>> step_nodes_;
-  // The local provider's restart commands in flight, by node.
-  std::map<std::string, std::future<std::string>> restarts_;
   // Registered steps Slurm no longer lists, since when.
   std::map<std::string, Clock::time_point> missing_since_;
 

@@ -32,7 +32,7 @@ int start_connect(const ProbeTarget& target) {
 }  // namespace
 
 std::vector<bool> probe_all(const std::vector<ProbeTarget>& targets,
-                            std::chrono::milliseconds timeout) {
+                            std::chrono::milliseconds timeout, ProbeDepth depth) {
   std::vector<bool> answered(targets.size(), false);
   std::vector<pollfd> fds;
   std::vector<std::size_t> index;
@@ -42,6 +42,11 @@ std::vector<bool> probe_all(const std::vector<ProbeTarget>& targets,
     fds.push_back({fd, POLLOUT, 0});
     index.push_back(i);
   }
+  auto finish = [&](std::size_t k, bool ok) {
+    answered[index[k]] = ok;
+    close(fds[k].fd);
+    fds[k].fd = -1;  // poll skips negative descriptors
+  };
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::size_t open = fds.size();
   while (open > 0) {
@@ -52,13 +57,34 @@ std::vector<bool> probe_all(const std::vector<ProbeTarget>& targets,
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) break;
     for (std::size_t k = 0; k < fds.size(); ++k) {
-      if (fds[k].fd < 0 || fds[k].revents == 0) continue;
-      int error = 0;
-      socklen_t length = sizeof error;
-      getsockopt(fds[k].fd, SOL_SOCKET, SO_ERROR, &error, &length);
-      answered[index[k]] = error == 0 && (fds[k].revents & POLLOUT) != 0;
-      close(fds[k].fd);
-      fds[k].fd = -1;  // poll skips negative descriptors
+      auto& p = fds[k];
+      if (p.fd < 0 || p.revents == 0) continue;
+      if (p.events == POLLOUT) {  // the connection completed, or failed
+        int error = 0;
+        socklen_t length = sizeof error;
+        getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &error, &length);
+        const bool connected = error == 0 && (p.revents & POLLOUT) != 0;
+        if (!connected || depth == ProbeDepth::connect) {
+          finish(k, connected);
+          --open;
+          continue;
+        }
+        // A message of length 0: slurmd reads it, rejects it and hangs up.
+        const unsigned char empty[4] = {0, 0, 0, 0};
+        if (send(p.fd, empty, sizeof empty, MSG_NOSIGNAL) != sizeof empty) {
+          finish(k, false);
+          --open;
+          continue;
+        }
+        p.events = POLLIN;
+        p.revents = 0;
+        continue;
+      }
+      // Deep: whatever comes back (the hang-up, a reset) shows a live reader.
+      char buffer[64];
+      const auto n = recv(p.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+      if (n > 0) continue;  // not expected from slurmd; wait for its hang-up
+      finish(k, n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK));
       --open;
     }
   }

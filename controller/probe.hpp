@@ -2,7 +2,10 @@
 // Does a node's slurmd answer? A TCP connection to its port, all nodes in
 // parallel within one deadline. A killed slurmd refuses at once, a dead host
 // times out; a stopped (frozen) process still completes the handshake in
-// the kernel, so freezes are left to Slurm's own pings (NOT_RESPONDING).
+// the kernel, so a plain probe does not see a freeze. A deep probe also
+// sends an empty Slurm message and waits for slurmd to read and reject it
+// (close the connection): only a running slurmd does that, at the cost of
+// one error line in its log per probe.
 
 #include <chrono>
 #include <cstdint>
@@ -16,8 +19,12 @@ struct ProbeTarget {
   std::uint16_t port = 0;
 };
 
-// One result per target, in order: true if a connection was accepted.
+enum class ProbeDepth { connect, deep };
+
+// One result per target, in order: true if a connection was accepted (and,
+// deep, the message read and the connection closed by slurmd).
 std::vector<bool> probe_all(const std::vector<ProbeTarget>& targets,
-                            std::chrono::milliseconds timeout);
+                            std::chrono::milliseconds timeout,
+                            ProbeDepth depth = ProbeDepth::connect);
 
 }  // namespace ar

@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 extern char** environ;
 
@@ -28,24 +30,21 @@ std::string tail(const std::string& output) {
   return output.size() <= kKeep ? output : "..." + output.substr(output.size() - kKeep);
 }
 
+std::atomic<bool> g_cancelled{false};
+
 }  // namespace
 
-CommandResult run_command(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
-  CommandResult result;
-  if (args.empty()) {
-    result.error = "no command";
-    return result;
-  }
+void cancel_commands() { g_cancelled.store(true); }
+
+Spawned spawn_command(const std::vector<std::string>& args) {
+  if (args.empty()) throw std::runtime_error("no command");
   auto words = args;
   std::vector<char*> argv;
   for (auto& word : words) argv.push_back(word.data());
   argv.push_back(nullptr);
-
   int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    result.error = std::string("pipe: ") + std::strerror(errno);
-    return result;
-  }
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
@@ -56,8 +55,12 @@ CommandResult run_command(const std::vector<std::string>& args, std::chrono::mil
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  // Its own process group, so that a timeout kills what it started too.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  // Its own process group, so that a timeout kills what it started too; no
+  // signal blocked, whatever the calling thread blocks.
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
   posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
@@ -66,13 +69,28 @@ CommandResult run_command(const std::vector<std::string>& args, std::chrono::mil
   close(pipe_fds[1]);
   if (rc != 0) {
     close(pipe_fds[0]);
-    result.error = "cannot run " + words[0] + ": " + std::strerror(rc);
+    throw std::runtime_error("cannot run " + words[0] + ": " + std::strerror(rc));
+  }
+  return {pid, pipe_fds[0]};
+}
+
+CommandResult run_command(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+  CommandResult result;
+  Spawned child;
+  try {
+    child = spawn_command(args);
+  } catch (const std::runtime_error& e) {
+    result.error = e.what();
     return result;
   }
+  const auto pid = child.pid;
+  const auto& words = args;
+  const int output = child.output;
 
   constexpr std::size_t kKeep = 64 * 1024;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   bool timed_out = false;
+  bool cancelled = false;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -80,22 +98,28 @@ CommandResult run_command(const std::vector<std::string>& args, std::chrono::mil
       timed_out = true;
       break;
     }
-    pollfd p{pipe_fds[0], POLLIN, 0};
-    const int ready = poll(&p, 1, static_cast<int>(left.count()));
+    if (g_cancelled.load()) {
+      cancelled = true;
+      break;
+    }
+    pollfd p{output, POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(std::min<long>(left.count(), 200)));
     if (ready <= 0) continue;  // EINTR or a spurious wake: the deadline decides
     char buffer[4096];
-    const auto n = read(pipe_fds[0], buffer, sizeof buffer);
+    const auto n = read(output, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the command and everything it started closed the pipe
     result.output.append(buffer, static_cast<std::size_t>(n));
     if (result.output.size() > kKeep) result.output.erase(0, result.output.size() - kKeep);
   }
-  close(pipe_fds[0]);
-  if (timed_out) kill(-pid, SIGKILL);
+  close(output);
+  if (timed_out || cancelled) kill(-pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out) {
+  if (cancelled) {
+    result.error = words[0] + " was stopped: the controller is shutting down";
+  } else if (timed_out) {
     result.error =
         words[0] + " did not finish within " + std::to_string(timeout.count() / 1000) + " s";
   } else if (WIFEXITED(status)) {
@@ -115,6 +139,40 @@ std::string run_restart_command(const std::vector<std::string>& command, const s
   const auto how =
       !result.error.empty() ? result.error : words[0] + " exited " + std::to_string(result.status);
   return how + "; output: " + tail(result.output);
+}
+
+bool can_replace(const DaemonConfig& config) {
+  switch (config.provider) {
+    case ProviderKind::local:
+      return !config.local_restart_command.empty();
+    case ProviderKind::command:
+      return !config.provider_command.empty();
+    case ProviderKind::spares:
+      return !config.provider_command.empty() || !config.local_restart_command.empty();
+  }
+  return false;
+}
+
+std::string replace_node(const DaemonConfig& config, const std::string& node) {
+  switch (config.provider) {
+    case ProviderKind::local:
+      if (config.local_restart_command.empty())
+        return "provider=local has no local_restart_command";
+      return run_restart_command(config.local_restart_command, node, config.provider_timeout);
+    case ProviderKind::command:
+      return run_restart_command({config.provider_command.string(), "replace", "{node}"}, node,
+                                 config.provider_timeout);
+    case ProviderKind::spares:
+      // The failed node is replaced in the background, by the site's
+      // command if there is one, else by the local restart.
+      if (!config.provider_command.empty())
+        return run_restart_command({config.provider_command.string(), "replace", "{node}"}, node,
+                                   config.provider_timeout);
+      if (config.local_restart_command.empty())
+        return "provider=spares has neither provider_command nor local_restart_command";
+      return run_restart_command(config.local_restart_command, node, config.provider_timeout);
+  }
+  return "unknown provider";
 }
 
 }  // namespace ar

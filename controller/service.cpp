@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 
 #include "autoresume/version.hpp"
@@ -13,12 +15,13 @@ using proto::ProtocolError;
 namespace code = proto::code;
 
 Service::Service(Store& store, JobLookup load_job, UidLookup slurm_user, JobCancel cancel_job,
-                 std::function<void()> wake)
+                 std::function<void()> wake, NodeKeeper* keeper)
     : store_(store),
       load_job_(std::move(load_job)),
       lookup_slurm_user_(std::move(slurm_user)),
       cancel_job_(std::move(cancel_job)),
-      wake_(std::move(wake)) {}
+      wake_(std::move(wake)),
+      keeper_(keeper) {}
 
 bool Service::privileged(uid_t caller) {
   if (caller == 0) return true;
@@ -45,9 +48,15 @@ std::string Service::handle(const proto::Request& request, uid_t caller) {
     if (request.op == "verdict")
       return proto::ok_reply(request.id, do_verdict(request.body, caller));
     if (request.op == "cancel") return proto::ok_reply(request.id, do_cancel(request.body, caller));
+    if (request.op == "heartbeat")
+      return proto::ok_reply(request.id, do_heartbeat(request.body, caller));
+    if (request.op == "replace")
+      return proto::ok_reply(request.id, do_replace(request.body, caller));
+    if (request.op == "nodes") return proto::ok_reply(request.id, do_nodes(caller));
     throw ProtocolError(code::kBadRequest,
                         "unknown op '" + request.op +
-                            "' (known: hello, register, status, events, verdict, cancel)");
+                            "' (known: hello, register, status, events, verdict, cancel, "
+                            "heartbeat, replace, nodes)");
   } catch (const ProtocolError& e) {
     return proto::error_reply(request.id, e.code(), e.what());
   }
@@ -119,8 +128,67 @@ json Service::do_events(const json& body, uid_t caller) {
                       {"job_id", e.job_id},
                       {"run_id", e.run_id},
                       {"kind", e.kind},
-                      {"detail", e.detail}});
+                      {"detail", e.detail},
+                      {"node", e.node}});
   return {{"events", std::move(events)}};
+}
+
+namespace {
+
+// A node name as slurm.conf spells one.
+std::string node_name(const json& body) {
+  auto node = proto::get_string(body, "node", 64);
+  if (node.empty() || !std::ranges::all_of(node, [](unsigned char c) {
+        return std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.';
+      }))
+    throw ProtocolError(code::kBadRequest, "field 'node': '" + node + "' is not a node name");
+  return node;
+}
+
+}  // namespace
+
+NodeKeeper& Service::node_op(const char* op, uid_t caller) {
+  if (!privileged(caller))
+    throw ProtocolError(code::kForbidden,
+                        fmt::format("{} is for root and SlurmUser, not uid {}", op, caller));
+  if (keeper_ == nullptr)
+    throw ProtocolError(code::kUnavailable, fmt::format("this controller does not take {}", op));
+  return *keeper_;
+}
+
+json Service::do_heartbeat(const json& body, uid_t caller) {
+  auto& keeper = node_op("heartbeat", caller);
+  keeper.heartbeat(node_name(body), proto::get_bool(body, "stopping", false));
+  return json::object();
+}
+
+json Service::do_replace(const json& body, uid_t caller) {
+  auto& keeper = node_op("replace", caller);
+  const auto node = node_name(body);
+  const auto mode = body.contains("mode") ? proto::get_string(body, "mode", 16) : "wait";
+  try {
+    return {{"node", node}, {"message", keeper.request_replace(node, mode)}};
+  } catch (const std::invalid_argument& e) {
+    throw ProtocolError(code::kBadRequest, e.what());
+  } catch (const std::exception& e) {
+    throw ProtocolError(code::kUnavailable, std::string("cannot ask Slurm: ") + e.what());
+  }
+}
+
+json Service::do_nodes(uid_t caller) {
+  auto& keeper = node_op("nodes", caller);
+  json repairs = json::array();
+  for (const auto& r : store_.node_repairs())
+    repairs.push_back({{"node", r.node},
+                       {"state", r.state},
+                       {"reason", r.reason},
+                       {"mode", r.mode},
+                       {"attempts", r.attempts},
+                       {"started_at", r.started_at},
+                       {"detail", r.detail}});
+  json heard = json::object();
+  for (const auto& [node, age] : keeper.heartbeat_ages()) heard[node] = age;
+  return {{"replacements", std::move(repairs)}, {"heartbeats", std::move(heard)}};
 }
 
 }  // namespace ar

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "autoresume/protocol.hpp"
+#include "node_keeper.hpp"
 #include "slurm_adapter.hpp"
 #include "store.hpp"
 
@@ -25,8 +26,10 @@ class Service {
 
   // `wake` tells the resume engine that a step changed; `cancel_job` ends a
   // repair's helper jobs when srun cancels it.
+  // `keeper` takes the node agents' heartbeats and admins' replacements;
+  // without it those ops answer `unavailable`.
   Service(Store& store, JobLookup load_job, UidLookup slurm_user, JobCancel cancel_job,
-          std::function<void()> wake);
+          std::function<void()> wake, NodeKeeper* keeper = nullptr);
 
   // The reply line (newline included) for `request` from `caller`.
   std::string handle(const proto::Request& request, uid_t caller);
@@ -39,6 +42,11 @@ class Service {
   proto::json do_events(const proto::json& body, uid_t caller);
   proto::json do_verdict(const proto::json& body, uid_t caller);
   proto::json do_cancel(const proto::json& body, uid_t caller);
+  proto::json do_heartbeat(const proto::json& body, uid_t caller);
+  proto::json do_replace(const proto::json& body, uid_t caller);
+  proto::json do_nodes(uid_t caller);
+  // Throws forbidden unless the caller is privileged; unavailable without a keeper.
+  NodeKeeper& node_op(const char* op, uid_t caller);
   // The step named by the body's run_id and attempt, if the caller may act on it.
   StoredStep owned_step(const proto::json& body, uid_t caller);
 
@@ -47,6 +55,7 @@ class Service {
   UidLookup lookup_slurm_user_;
   JobCancel cancel_job_;
   std::function<void()> wake_;
+  NodeKeeper* keeper_;
   std::mutex mutex_;  // guards slurm_user_: requests are served by several threads
   std::optional<uid_t> slurm_user_;
 };

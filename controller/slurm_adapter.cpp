@@ -108,6 +108,7 @@ const std::vector<NodeInfo>& NodeWatcher::load() {
     node.drain = (n.node_state & NODE_STATE_DRAIN) != 0;
     node.not_responding = (n.node_state & NODE_STATE_NO_RESPOND) != 0;
     node.completing = (n.node_state & NODE_STATE_COMPLETING) != 0;
+    node.allocated = base == NODE_STATE_ALLOCATED || base == NODE_STATE_MIXED;
     node.reason = text(n.reason);
     node.slurmd_start_time = n.slurmd_start_time;
     node.gres = text(n.gres);
@@ -116,15 +117,24 @@ const std::vector<NodeInfo>& NodeWatcher::load() {
   return nodes_;
 }
 
-std::vector<std::string> partition_nodes(const std::string& partition) {
+std::map<std::string, std::vector<std::string>> partitions() {
   partition_info_msg_t* msg = nullptr;
   if (slurm_load_partitions(0, &msg, SHOW_ALL) != SLURM_SUCCESS) fail("cannot load the partitions");
-  std::string nodes;
+  std::map<std::string, std::string> lists;
   for (std::uint32_t i = 0; i < msg->record_count; ++i)
-    if (msg->partition_array[i].name != nullptr && partition == msg->partition_array[i].name)
-      nodes = text(msg->partition_array[i].nodes);
+    if (msg->partition_array[i].name != nullptr)
+      lists[msg->partition_array[i].name] = text(msg->partition_array[i].nodes);
   slurm_free_partition_info_msg(msg);
-  return nodes.empty() ? std::vector<std::string>{} : expand_hostlist(nodes);
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [name, nodes] : lists)
+    out[name] = nodes.empty() ? std::vector<std::string>{} : expand_hostlist(nodes);
+  return out;
+}
+
+std::vector<std::string> partition_nodes(const std::string& partition) {
+  auto all = partitions();
+  const auto it = all.find(partition);
+  return it == all.end() ? std::vector<std::string>{} : std::move(it->second);
 }
 
 namespace {
@@ -293,6 +303,10 @@ std::string compress_hostlist(const std::vector<std::string>& hosts) {
   std::string out = text(ranged);
   std::free(ranged);
   return out;
+}
+
+void set_node_drain(const std::string& node, const std::string& reason) {
+  update_node(node, NODE_STATE_DRAIN, reason);
 }
 
 }  // namespace ar::slurm

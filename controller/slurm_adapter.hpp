@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -63,6 +64,7 @@ struct NodeInfo {
   bool drain = false;
   bool not_responding = false;
   bool completing = false;
+  bool allocated = false;  // jobs run on it (ALLOCATED or MIXED)
   std::string reason;
   std::int64_t slurmd_start_time = 0;  // tells one instance of a node from the next
   std::string gres;                    // configured, e.g. gpu:8
@@ -70,6 +72,8 @@ struct NodeInfo {
 
 // The nodes of a partition (empty if there is no such partition).
 std::vector<std::string> partition_nodes(const std::string& partition);
+// Every partition, with its nodes.
+std::map<std::string, std::vector<std::string>> partitions();
 
 // Reads slurm.conf ($SLURM_CONF or the default); call once at start-up.
 void init();
@@ -129,5 +133,9 @@ void cancel_job(std::uint32_t job_id);
 // Hostlist expressions, with libslurm's own parser.
 std::vector<std::string> expand_hostlist(const std::string& expression);
 std::string compress_hostlist(const std::vector<std::string>& hosts);
+
+// DRAIN with a reason (a drain-only health check's "Action:Drain <check>:
+// ..."): no new jobs; not a node fault, so running jobs go on.
+void set_node_drain(const std::string& node, const std::string& reason);
 
 }  // namespace ar::slurm

@@ -62,7 +62,7 @@ constexpr const char* kStepColumns =
     "run_id, attempt, job_id, step_id, uid, argv, cwd, nodelist, state, created_at, ended_at,"
     " verdict, message, phase, repair";
 // PRAGMA user_version of the current schema.
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 StoredStep read_step(const Statement& s) {
   StoredStep out;
@@ -112,7 +112,12 @@ Store::Store(const std::filesystem::path& state_dir) {
       " PRIMARY KEY (run_id, attempt));"
       "CREATE TABLE IF NOT EXISTS events ("
       " id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, job_id INTEGER NOT NULL,"
-      " run_id TEXT NOT NULL, uid INTEGER NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);");
+      " run_id TEXT NOT NULL, uid INTEGER NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL,"
+      " node TEXT NOT NULL DEFAULT '');"
+      "CREATE TABLE IF NOT EXISTS node_repairs ("
+      " node TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT NOT NULL, mode TEXT NOT NULL,"
+      " instance INTEGER NOT NULL, attempts INTEGER NOT NULL, next_try INTEGER NOT NULL,"
+      " started_at INTEGER NOT NULL, detail TEXT NOT NULL);");
   migrate();
 }
 
@@ -137,6 +142,11 @@ void Store::migrate() {
   for (const auto& [name, type] : added)
     if (std::find(columns.begin(), columns.end(), name) == columns.end())
       exec(("ALTER TABLE steps ADD COLUMN " + std::string(name) + " " + type).c_str());
+  // Schema 2 lacks the events' node.
+  bool has_node = false;
+  Statement events(db_, "PRAGMA table_info(events)");
+  while (events.step()) has_node = has_node || events.text(1) == "node";
+  if (!has_node) exec("ALTER TABLE events ADD COLUMN node TEXT NOT NULL DEFAULT ''");
   exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
 }
 
@@ -169,6 +179,15 @@ void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpe
       .bind(4, static_cast<std::int64_t>(step.uid))
       .bind(5, event.kind)
       .bind(6, event.detail);
+  insert.step();
+}
+
+void Store::insert_node_event(std::int64_t at, const std::string& node, std::uint32_t job_id,
+                              const EventSpec& event) {
+  Statement insert(db_,
+                   "INSERT INTO events (at, job_id, run_id, uid, kind, detail, node)"
+                   " VALUES (?, ?, '', 0, ?, ?, ?)");
+  insert.bind(1, at).bind(2, job_id).bind(3, event.kind).bind(4, event.detail).bind(5, node);
   insert.step();
 }
 
@@ -344,14 +363,81 @@ std::vector<StoredStep> Store::steps(std::optional<uid_t> uid) {
 std::vector<Event> Store::events(std::optional<uid_t> uid, std::int64_t since) {
   std::lock_guard lock(mutex_);
   Statement s(db_,
-              "SELECT id, at, job_id, run_id, kind, detail FROM events"
+              "SELECT id, at, job_id, run_id, kind, detail, node FROM events"
               " WHERE (?1 < 0 OR uid = ?1) AND at >= ?2 ORDER BY id");
   s.bind(1, uid ? static_cast<std::int64_t>(*uid) : -1).bind(2, since);
   std::vector<Event> out;
   while (s.step())
     out.push_back({s.integer(0), s.integer(1), static_cast<std::uint32_t>(s.integer(2)), s.text(3),
-                   s.text(4), s.text(5)});
+                   s.text(4), s.text(5), s.text(6)});
   return out;
+}
+
+namespace {
+
+constexpr const char* kNodeRepairColumns =
+    "node, state, reason, mode, instance, attempts, next_try, started_at, detail";
+
+NodeRepair read_node_repair(const Statement& s) {
+  return {s.text(0),    s.text(1),    s.text(2),    s.text(3), s.integer(4),
+          s.integer(5), s.integer(6), s.integer(7), s.text(8)};
+}
+
+}  // namespace
+
+std::optional<NodeRepair> Store::node_repair(const std::string& node) {
+  std::lock_guard lock(mutex_);
+  Statement s(
+      db_,
+      (std::string("SELECT ") + kNodeRepairColumns + " FROM node_repairs WHERE node = ?").c_str());
+  s.bind(1, node);
+  if (!s.step()) return std::nullopt;
+  return read_node_repair(s);
+}
+
+std::vector<NodeRepair> Store::node_repairs() {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, (std::string("SELECT ") + kNodeRepairColumns +
+                    " FROM node_repairs ORDER BY started_at, node")
+                       .c_str());
+  std::vector<NodeRepair> out;
+  while (s.step()) out.push_back(read_node_repair(s));
+  return out;
+}
+
+void Store::save_node_repair(const NodeRepair& repair, const EventSpec& event) {
+  std::lock_guard lock(mutex_);
+  transaction([&] {
+    Statement upsert(db_, (std::string("INSERT OR REPLACE INTO node_repairs (") +
+                           kNodeRepairColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                              .c_str());
+    upsert.bind(1, repair.node)
+        .bind(2, repair.state)
+        .bind(3, repair.reason)
+        .bind(4, repair.mode)
+        .bind(5, repair.instance)
+        .bind(6, repair.attempts)
+        .bind(7, repair.next_try)
+        .bind(8, repair.started_at)
+        .bind(9, repair.detail);
+    upsert.step();
+    insert_node_event(now_seconds(), repair.node, 0, event);
+  });
+}
+
+void Store::remove_node_repair(const std::string& node, const EventSpec& event) {
+  std::lock_guard lock(mutex_);
+  transaction([&] {
+    Statement remove(db_, "DELETE FROM node_repairs WHERE node = ?");
+    remove.bind(1, node);
+    remove.step();
+    insert_node_event(now_seconds(), node, 0, event);
+  });
+}
+
+void Store::add_node_event(const std::string& node, const EventSpec& event, std::uint32_t job_id) {
+  std::lock_guard lock(mutex_);
+  transaction([&] { insert_node_event(now_seconds(), node, job_id, event); });
 }
 
 }  // namespace ar

@@ -53,6 +53,30 @@ struct Event {
   std::string run_id;
   std::string kind;
   std::string detail;
+  std::string node;  // set for the events of a node (marks, replacements)
+};
+
+// Where the replacement of a node stands: `waiting` for the jobs on it to
+// end, `replacing` while the provider works (or waits to be asked again),
+// `returning` until the node's new instance has registered, `failed` once
+// the provider gave up (the node stays out; an admin takes over).
+namespace node_state {
+inline constexpr const char* kWaiting = "waiting";
+inline constexpr const char* kReplacing = "replacing";
+inline constexpr const char* kReturning = "returning";
+inline constexpr const char* kFailed = "failed";
+}  // namespace node_state
+
+struct NodeRepair {
+  std::string node;
+  std::string state;
+  std::string reason;         // why the node is replaced (its Slurm reason)
+  std::string mode;           // "wait": jobs on it finish first; "now", "force"
+  std::int64_t instance = 0;  // the slurmd start time of the instance replaced
+  std::int64_t attempts = 0;  // provider calls so far
+  std::int64_t next_try = 0;  // unix seconds: when the provider may be asked again
+  std::int64_t started_at = 0;
+  std::string detail;  // the last provider failure, kept for the events and status
 };
 
 class Store {
@@ -95,6 +119,15 @@ class Store {
   std::vector<StoredStep> steps(std::optional<uid_t> uid);
   std::vector<Event> events(std::optional<uid_t> uid, std::int64_t since);
 
+  // Node replacements, and the events of nodes (seen by privileged callers).
+  std::optional<NodeRepair> node_repair(const std::string& node);
+  std::vector<NodeRepair> node_repairs();
+  // Inserts or updates the node's replacement, with its event, in one transaction.
+  void save_node_repair(const NodeRepair& repair, const EventSpec& event);
+  // The replacement is over (done, or given up to an admin), with its event.
+  void remove_node_repair(const std::string& node, const EventSpec& event);
+  void add_node_event(const std::string& node, const EventSpec& event, std::uint32_t job_id = 0);
+
  private:
   sqlite3* db_ = nullptr;
   // One connection, used by the server's workers and the resume engine.
@@ -103,6 +136,8 @@ class Store {
   void migrate();
   std::optional<StoredStep> find_locked(const std::string& run_id, std::uint32_t attempt);
   void insert_event(std::int64_t at, const StoredStep& step, const EventSpec& event);
+  void insert_node_event(std::int64_t at, const std::string& node, std::uint32_t job_id,
+                         const EventSpec& event);
   template <typename Body>
   auto transaction(Body&& body);
 };

@@ -13,21 +13,19 @@ namespace ar {
 
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::ranges::transform(out, out.begin(),
-                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 ProviderKind parse_provider(std::string_view value) {
   if (value == "local") return ProviderKind::local;
-  throw ConfigError("unknown provider '" + std::string(value) + "' (available: local)");
+  if (value == "command") return ProviderKind::command;
+  if (value == "spares") return ProviderKind::spares;
+  throw ConfigError("unknown provider '" + std::string(value) +
+                    "' (available: local, command, spares)");
 }
 
 constexpr std::string_view kKnownKeys =
     "listen, state_dir, provider, max_attempts, munge_socket, backoff, probe_interval, "
-    "probe_failures, end_window, repair_timeout, min_time_left, local_restart_command";
+    "probe_failures, end_window, repair_timeout, min_time_left, local_restart_command, "
+    "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
+    "heartbeat_max_silent_percent, spares";
 
 // A command line split on blanks; the program is an absolute path and some
 // argument names the node with "{node}".
@@ -74,6 +72,22 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
                                         : parse_seconds(key, value, std::chrono::hours{24 * 365});
   } else if (key == "local_restart_command") {
     config.local_restart_command = parse_command(key, value);
+  } else if (key == "provider_command") {
+    config.provider_command = parse_absolute_path(key, value);
+  } else if (key == "provider_timeout") {
+    config.provider_timeout = parse_seconds(key, value, std::chrono::hours{24});
+  } else if (key == "provider_retries") {
+    config.provider_retries = static_cast<unsigned>(parse_uint(key, value, 1, 100));
+  } else if (key == "provider_backoff") {
+    config.provider_backoff = value == "0" ? std::chrono::milliseconds{0}
+                                           : parse_seconds(key, value, std::chrono::hours{1});
+  } else if (key == "heartbeat_timeout") {
+    config.heartbeat_timeout = value == "0" ? std::chrono::milliseconds{0}
+                                            : parse_seconds(key, value, std::chrono::hours{1});
+  } else if (key == "spares") {
+    config.spares = static_cast<unsigned>(parse_uint(key, value, 1, 1000));
+  } else if (key == "heartbeat_max_silent_percent") {
+    config.heartbeat_max_silent_percent = static_cast<unsigned>(parse_uint(key, value, 1, 100));
   } else {
     throw ConfigError("unknown key '" + key + "' (known: " + std::string(kKnownKeys) + ")");
   }
@@ -85,44 +99,38 @@ std::string_view to_string(ProviderKind kind) {
   switch (kind) {
     case ProviderKind::local:
       return "local";
+    case ProviderKind::command:
+      return "command";
+    case ProviderKind::spares:
+      return "spares";
   }
   return "?";
 }
 
 DaemonConfig parse_daemon_config(std::string_view text, std::string_view origin) {
   DaemonConfig config;
-  std::set<std::string> seen;
-  std::size_t line_no = 0;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const auto end = std::min(text.find('\n', start), text.size());
-    auto line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_no;
-    line = trim(line.substr(0, line.find('#')));
-    if (line.empty()) continue;
-    try {
-      auto [key, value] = split_key_value(line);
-      key = lower(key);
-      if (!seen.insert(key).second) throw ConfigError("key '" + key + "' is set twice");
-      apply(config, key, value);
-    } catch (const ConfigError& e) {
-      throw ConfigError(std::string(origin) + ":" + std::to_string(line_no) + ": " + e.what());
-    }
-  }
+  const auto seen = parse_settings(
+      text, origin,
+      [&](const std::string& key, const std::string& value) { apply(config, key, value); });
   if (!seen.contains("provider"))
     throw ConfigError(std::string(origin) +
                       ": provider is not set: name it explicitly (provider=local is for "
                       "development and tests)");
+  if (config.provider == ProviderKind::command && config.provider_command.empty())
+    throw ConfigError(std::string(origin) +
+                      ": provider=command needs provider_command (the program run as "
+                      "'PROGRAM replace NODE')");
+  if (config.provider == ProviderKind::local && !config.provider_command.empty())
+    throw ConfigError(std::string(origin) +
+                      ": provider_command is set but provider is local, not command or spares");
+  if (config.provider != ProviderKind::spares && seen.contains("spares"))
+    throw ConfigError(std::string(origin) + ": spares is set but provider is " +
+                      std::string(to_string(config.provider)) + ", not spares");
   return config;
 }
 
 DaemonConfig load_daemon_config(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw ConfigError("cannot read configuration file '" + file.string() + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_daemon_config(text.str(), file.string());
+  return parse_daemon_config(read_config_file(file), file.string());
 }
 
 namespace {
@@ -151,7 +159,15 @@ std::string render(const DaemonConfig& config) {
       << "probe_failures=" << config.probe_failures << "\n"
       << "end_window=" << seconds_text(config.end_window) << "\n"
       << "repair_timeout=" << seconds_text(config.repair_timeout) << "\n"
-      << "min_time_left=" << seconds_text(config.min_time_left) << "\n";
+      << "min_time_left=" << seconds_text(config.min_time_left) << "\n"
+      << "provider_timeout=" << seconds_text(config.provider_timeout) << "\n"
+      << "provider_retries=" << config.provider_retries << "\n"
+      << "provider_backoff=" << seconds_text(config.provider_backoff) << "\n"
+      << "heartbeat_timeout=" << seconds_text(config.heartbeat_timeout) << "\n"
+      << "heartbeat_max_silent_percent=" << config.heartbeat_max_silent_percent << "\n";
+  if (config.provider == ProviderKind::spares) out << "spares=" << config.spares << "\n";
+  if (!config.provider_command.empty())
+    out << "provider_command=" << config.provider_command.string() << "\n";
   if (!config.munge_socket.empty()) out << "munge_socket=" << config.munge_socket << "\n";
   if (!config.local_restart_command.empty()) {
     out << "local_restart_command=";

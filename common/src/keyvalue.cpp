@@ -1,7 +1,12 @@
 #include "autoresume/keyvalue.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <ctime>
+#include <fstream>
+#include <sstream>
 
 namespace ar {
 
@@ -65,6 +70,70 @@ std::chrono::milliseconds parse_seconds(std::string_view key, std::string_view v
                       std::to_string(max.count() / 1000));
   const auto ms = std::llround(seconds * 1000.0);
   return std::chrono::milliseconds(ms < 1 ? 1 : ms);
+}
+
+std::int64_t parse_since(std::string_view key, std::string_view value, std::int64_t now) {
+  auto bad = [&](const char* why) {
+    return ConfigError(std::string(key) + " '" + std::string(value) + "': " + why +
+                       " (use Unix seconds, a UTC time like 2026-11-29T14:05:00Z, or an age "
+                       "like 90s, 10m, 2h, 1d)");
+  };
+  if (value.empty()) throw bad("empty");
+  if (std::ranges::all_of(value, [](char c) { return c >= '0' && c <= '9'; }))
+    return static_cast<std::int64_t>(parse_uint(key, value, 0, 1ULL << 40));
+  const char unit = value.back();
+  const std::int64_t scale = unit == 's'   ? 1
+                             : unit == 'm' ? 60
+                             : unit == 'h' ? 3600
+                             : unit == 'd' ? 86400
+                                           : 0;
+  const auto digits = value.substr(0, value.size() - 1);
+  if (scale != 0 && !digits.empty() &&
+      std::ranges::all_of(digits, [](char c) { return c >= '0' && c <= '9'; })) {
+    if (digits.size() > 9) throw bad("too long ago");
+    return std::max<std::int64_t>(
+        0, now - static_cast<std::int64_t>(std::stoll(std::string(digits))) * scale);
+  }
+  std::tm tm{};
+  const std::string text(value);
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr || (std::string_view(end) != "Z" && std::string_view(end) != ""))
+    throw bad("not a time");
+  return static_cast<std::int64_t>(timegm(&tm));
+}
+
+std::set<std::string> parse_settings(
+    std::string_view text, std::string_view origin,
+    const std::function<void(const std::string& key, const std::string& value)>& apply) {
+  std::set<std::string> seen;
+  std::size_t line_no = 0;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = std::min(text.find('\n', start), text.size());
+    auto line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    line = trim(line.substr(0, line.find('#')));
+    if (line.empty()) continue;
+    try {
+      auto [key, value] = split_key_value(line);
+      std::ranges::transform(key, key.begin(),
+                             [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (!seen.insert(key).second) throw ConfigError("key '" + key + "' is set twice");
+      apply(key, value);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string(origin) + ":" + std::to_string(line_no) + ": " + e.what());
+    }
+  }
+  return seen;
+}
+
+std::string read_config_file(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw ConfigError("cannot read configuration file '" + file.string() + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace ar

@@ -61,8 +61,12 @@ std::optional<std::string> node_fault(const NodeHealth& node, unsigned probes_ne
   constexpr std::string_view kReplace = "Action:Replace";
   if (node.fail && node.reason.starts_with(kReplace) &&
       node.reason.find(':', kReplace.size()) != std::string::npos)
-    return "a health check failed: " + node.reason;
+    return std::string(kCheckFailed) + node.reason;
   return std::nullopt;
+}
+
+bool silent_crowd(std::size_t silent, std::size_t heard, unsigned max_percent) {
+  return silent >= 2 && silent * 100 > static_cast<std::size_t>(max_percent) * heard;
 }
 
 std::chrono::seconds relaunch_backoff(std::uint32_t next_attempt, std::chrono::seconds base,

@@ -165,15 +165,21 @@ controller_up() {
   CONTROLLER_PORT=${CONTROLLER_PORT:-$(free_port)}
   local restart="$CLUSTER_CMD restart-node $CLUSTER {node} --kill"
   restart=${CONTROLLER_RESTART_COMMAND:-$restart}
+  # CONTROLLER_PROVIDER replaces the local provider's lines.
+  local provider="provider=local
+local_restart_command=$restart"
   cat >"$WORK/auto-resumed.conf" <<CONF
-provider=local
+${CONTROLLER_PROVIDER:-$provider}
 listen=127.0.0.1:$CONTROLLER_PORT
 state_dir=$WORK/state
 munge_socket=$CLUSTER/munge/munge.sock
-local_restart_command=$restart
 ${CONTROLLER_CONF:-}
 CONF
-  "$AR_DAEMON" --config "$WORK/auto-resumed.conf" >>"$WORK/controller.log" 2>&1 &
+  # A session of its own (setsid does not fork here: a background job is no
+  # group leader), so that a test that stops it (SIGSTOP) does not leave a
+  # stopped process in the test's own process group, which the kernel hangs
+  # up (SIGHUP) if that group is orphaned.
+  setsid "$AR_DAEMON" --config "$WORK/auto-resumed.conf" >>"$WORK/controller.log" 2>&1 &
   CONTROLLER_PID=$!
   # shellcheck disable=SC2016 # expanded when the test ends
   on_exit 'kill -TERM "$CONTROLLER_PID" 2>/dev/null'
@@ -190,6 +196,30 @@ controller_down() {
   wait "$CONTROLLER_PID" || rc=$?
   ((rc == 0)) || fail "auto-resumed exited with status $rc: $(tail -n 30 "$WORK/controller.log")"
 }
+# agents_up NODE...: a node agent per NODE, sending heartbeats every second.
+# Each carries its node's marker, so that kill-node and freeze-node take it
+# down with the node's slurmd, as on a real host. AGENT_PID[NODE] holds its PID.
+declare -A AGENT_PID
+agents_up() {
+  : "${AR_AGENT:?set AR_AGENT to the built auto-resume-agent}"
+  local node
+  for node in "$@"; do
+    AR_CLUSTER_NODE="$CLUSTER:$node" setsid "$AR_AGENT" --node "$node" --interval 1 \
+      >>"$WORK/agent-$node.log" 2>&1 &
+    AGENT_PID[$node]=$!
+    # shellcheck disable=SC2016 # expanded when the test ends
+    on_exit "kill -CONT ${AGENT_PID[$node]} 2>/dev/null; kill -TERM ${AGENT_PID[$node]} 2>/dev/null"
+  done
+}
+# heard N: the controller has fresh heartbeats (under 2 s old) from N nodes.
+heard() {
+  [[ $("$AR_CLI" nodes 2>/dev/null | grep -cE ': last heartbeat [01]\.[0-9] s ago$') == "$1" ]]
+}
+# event_seen PATTERN: the controller's events hold a line matching PATTERN.
+event_seen() { "$AR_CLI" events 2>/dev/null | grep -qE -- "$1"; }
+# slurmd_started NODE: the start time of NODE's slurmd instance.
+slurmd_started() { scontrol -o show node "$1" | grep -o ' SlurmdStartTime=[^ ]*' | cut -d= -f2; }
+
 controller_answers() {
   kill -0 "$CONTROLLER_PID" 2>/dev/null || fail "auto-resumed exited: $(tail -n 20 "$WORK/controller.log")"
   "$AR_CLI" hello >/dev/null 2>&1
@@ -300,4 +330,6 @@ past() { (($(checkpoint) >= $1)); }
 # job_field FIELD: a field of $job from scontrol; job_ended: $job is over.
 job_field() { scontrol -o show job "${job:?}" | grep -o " $1=[^ ]*" | cut -d= -f2-; }
 job_ended() { [[ $(job_field JobState) =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$ ]]; }
+# job_ended_id JOB: like job_ended, for any job.
+job_ended_id() { [[ $(scontrol -o show job "$1" 2>/dev/null | grep -o ' JobState=[^ ]*' | cut -d= -f2) =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$ ]]; }
 node_addr() { scontrol -o show node "$1" | grep -o ' NodeAddr=[^ ]*' | cut -d= -f2; }

@@ -64,8 +64,13 @@ assert_eq "$(tail -n 1 sacct.txt)" COMPLETED "sacct's last record of the job"
 assert_eq "$(sort -u sacct.txt | paste -sd,)" COMPLETED,RESIZING "sacct's records of the job"
 
 "$AR_CLI" events >events.txt
-for kind in detected node_out provider merged expanded relaunch; do
+for kind in detected node_out merged expanded relaunch; do
   assert_contains events.txt "job $job [^ ]+ $kind: " "the controller's events"
+done
+# No idle node: each failed node came back as a new instance and rejoined.
+for node in node3 node2; do
+  assert_contains events.txt "node $node provider: asking the local provider to replace $node" "the node keeper's events"
+  assert_contains events.txt "node $node replaced: $node is back in service" "the node keeper's events"
 done
 assert_eq "$(grep -c "job $job [^ ]* relaunch: " events.txt)" 2 "relaunches in the events"
 assert_contains events.txt "detected: step $job\.0 attempt 0: node3: " "the first detection"

@@ -35,9 +35,23 @@ grep -q "missing.conf" "$tmp/out" || fail "missing file not named: $(cat "$tmp/o
 name=$(basename "$healthcheck")
 "$healthcheck" --help | grep -q "Usage:" || fail "$name --help prints no usage"
 [[ $("$healthcheck" --version) == "$name $version" ]] || fail "$name --version: $("$healthcheck" --version)"
-for bad in "--check banana" "--gpus -1" "--timeout 0" "--no-such-flag"; do
+for bad in "--check banana" "--gpus -1" "--timeout 0" "--no-such-flag" "--drain-only gpu,x" \
+  "--neuron-sysfs /x --efa-devices 2.5"; do
+  rc=0
   # shellcheck disable=SC2086 # the option and its value
-  if "$healthcheck" $bad --dry-run >"$tmp/out" 2>&1; then fail "$name accepted $bad"; fi
-  grep -q -- "${bad%% *}" "$tmp/out" || fail "$name did not name $bad: $(cat "$tmp/out")"
+  "$healthcheck" $bad --dry-run >"$tmp/out" 2>&1 || rc=$?
+  ((rc == 2)) || fail "$name $bad: exit status $rc, not 2 (usage error)"
+  option=${bad% *}
+  grep -q -- "${option##* }" "$tmp/out" || fail "$name did not name $bad: $(cat "$tmp/out")"
 done
+# Its configuration file: a bad line is named; a missing --config is an error.
+printf 'checks=gpu\nefa_devices=two\n' >"$tmp/health.conf"
+rc=0
+"$healthcheck" --config "$tmp/health.conf" --dry-run >"$tmp/out" 2>&1 || rc=$?
+((rc == 2)) || fail "$name accepted a bad config file (exit status $rc)"
+grep -q "health.conf:2:.*'two'" "$tmp/out" || fail "$name did not name line and value: $(cat "$tmp/out")"
+rc=0
+"$healthcheck" --config "$tmp/missing.conf" --dry-run >"$tmp/out" 2>&1 || rc=$?
+((rc == 2)) || fail "$name accepted a missing config file (exit status $rc)"
+grep -q "missing.conf" "$tmp/out" || fail "missing file not named: $(cat "$tmp/out")"
 echo "ok"

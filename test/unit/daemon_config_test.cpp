@@ -118,3 +118,58 @@ TEST_CASE("bad resume settings name the line and the value", "[daemon_config]") 
   fails("local_restart_command=", "f.conf:2");
   fails("probe_interval=1\nprobe_interval=2", "f.conf:3: key 'probe_interval' is set twice");
 }
+
+TEST_CASE("provider and heartbeat settings parse, with their defaults", "[daemon_config]") {
+  using namespace std::chrono_literals;
+  const auto defaults = ar::parse_daemon_config("provider=local\n", "f");
+  CHECK(defaults.provider_timeout == 600s);
+  CHECK(defaults.provider_retries == 3);
+  CHECK(defaults.provider_backoff == 10s);
+  CHECK(defaults.heartbeat_timeout == 10s);
+  CHECK(defaults.heartbeat_max_silent_percent == 50);
+
+  const auto config = ar::parse_daemon_config(
+      "provider=command\nprovider_command=/opt/site/replace-node\nprovider_timeout=2.5\n"
+      "provider_retries=5\nprovider_backoff=0\nheartbeat_timeout=0\n"
+      "heartbeat_max_silent_percent=30\n",
+      "f");
+  CHECK(config.provider == ar::ProviderKind::command);
+  CHECK(config.provider_command == "/opt/site/replace-node");
+  CHECK(config.provider_timeout == 2500ms);
+  CHECK(config.provider_retries == 5);
+  CHECK(config.provider_backoff == 0ms);
+  CHECK(config.heartbeat_timeout == 0ms);
+  CHECK(config.heartbeat_max_silent_percent == 30);
+  const auto again = ar::parse_daemon_config(ar::render(config), "r");
+  CHECK(again.provider == config.provider);
+  CHECK(again.provider_command == config.provider_command);
+  CHECK(again.provider_timeout == config.provider_timeout);
+  CHECK(again.heartbeat_timeout == config.heartbeat_timeout);
+  CHECK(again.heartbeat_max_silent_percent == 30);
+
+  const auto spares = ar::parse_daemon_config(
+      "provider=spares\nspares=2\nprovider_command=/opt/site/replace-node\n", "f");
+  CHECK(spares.provider == ar::ProviderKind::spares);
+  CHECK(spares.spares == 2);
+  const auto spares_again = ar::parse_daemon_config(ar::render(spares), "r");
+  CHECK(spares_again.spares == 2);
+  CHECK(spares_again.provider_command == "/opt/site/replace-node");
+  CHECK(ar::parse_daemon_config("provider=spares\n", "f").spares == 1);
+}
+
+TEST_CASE("bad provider and heartbeat settings name the value", "[daemon_config]") {
+  auto fails = [](const char* text, const char* expected) {
+    CHECK_THROWS_WITH(ar::parse_daemon_config(text, "f.conf"), Contains(expected));
+  };
+  fails("provider=cloud\n",
+        "f.conf:1: unknown provider 'cloud' (available: local, command, spares)");
+  fails("provider=command\n", "f.conf: provider=command needs provider_command");
+  fails("provider=local\nprovider_command=/bin/x\n",
+        "provider_command is set but provider is local, not command or spares");
+  fails("provider=local\nspares=2\n", "spares is set but provider is local, not spares");
+  fails("provider=spares\nspares=0\n", "f.conf:2: invalid value '0' for spares");
+  fails("provider=command\nprovider_command=replace.sh\n", "provider_command");
+  fails("provider=local\nprovider_retries=0\n", "f.conf:2: invalid value '0' for provider_retries");
+  fails("provider=local\nheartbeat_timeout=-3\n", "invalid value '-3' for heartbeat_timeout");
+  fails("provider=local\nheartbeat_max_silent_percent=101\n", "heartbeat_max_silent_percent");
+}

@@ -1,27 +1,13 @@
 #include "autoresume/health.hpp"
 
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "autoresume/resume.hpp"
+#include "fixture.hpp"
 
 using ar::health::Status;
 using Catch::Matchers::Contains;
-
-namespace {
-
-// A recorded output under test/unit/fixtures/<tool>/.
-std::string fixture(const std::string& tool, const std::string& name) {
-  std::ifstream in(std::string(AR_FIXTURES) + "/" + tool + "/" + name);
-  REQUIRE(in);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-}  // namespace
 
 TEST_CASE("healthy GPUs pass, naming model and driver", "[health]") {
   const auto r = ar::health::check_nvidia_smi(fixture("nvidia-smi", "healthy-2.xml"), 2);

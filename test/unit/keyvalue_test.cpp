@@ -54,3 +54,19 @@ TEST_CASE("parse_absolute_path takes only absolute paths", "[keyvalue]") {
     CHECK_THROWS_WITH(ar::parse_absolute_path("p", bad),
                       Contains(std::string("'") + bad + "'") && Contains("for p"));
 }
+
+TEST_CASE("parse_since takes Unix seconds, a UTC time or an age", "[keyvalue]") {
+  constexpr std::int64_t now = 1'800'000'000;
+  CHECK(ar::parse_since("--since", "1796000000", now) == 1'796'000'000);
+  CHECK(ar::parse_since("--since", "2026-11-29T14:05:00Z", now) == 1'795'961'100);
+  CHECK(ar::parse_since("--since", "2026-11-29T14:05:00", now) == 1'795'961'100);
+  CHECK(ar::parse_since("--since", "90s", now) == now - 90);
+  CHECK(ar::parse_since("--since", "10m", now) == now - 600);
+  CHECK(ar::parse_since("--since", "2h", now) == now - 7200);
+  CHECK(ar::parse_since("--since", "1d", now) == now - 86400);
+  CHECK(ar::parse_since("--since", "999999999d", 1000) == 0);  // not before the epoch
+  for (const char* bad :
+       {"", "yesterday", "10x", "m", "-5m", "2026-11-29", "2026-11-29T14:05:00+01"})
+    CHECK_THROWS_WITH(ar::parse_since("--since", bad, now),
+                      Catch::Contains(std::string("--since '") + bad + "'"));
+}

@@ -98,3 +98,16 @@ TEST_CASE("a relaunch appends to output files and overlaps the killed step, once
   CHECK(ar::relaunch_argv(again) == again);
   CHECK(ar::relaunch_argv({}).empty());
 }
+
+TEST_CASE("many nodes silent at once are the controller's problem, a few are theirs", "[resume]") {
+  CHECK_FALSE(ar::silent_crowd(0, 5, 50));
+  CHECK_FALSE(ar::silent_crowd(1, 1, 50));  // one node of one: it is that node
+  CHECK_FALSE(ar::silent_crowd(1, 2, 50));
+  CHECK(ar::silent_crowd(2, 2, 50));
+  CHECK_FALSE(ar::silent_crowd(2, 5, 50));     // 40 %
+  CHECK(ar::silent_crowd(3, 5, 50));           // 60 %
+  CHECK_FALSE(ar::silent_crowd(50, 100, 50));  // exactly the limit: still marked
+  CHECK(ar::silent_crowd(51, 100, 50));
+  CHECK(ar::silent_crowd(2, 100, 1));
+  CHECK_FALSE(ar::silent_crowd(100, 100, 100));
+}

@@ -175,3 +175,61 @@ TEST_CASE("a job has one protected run at a time", "[store]") {
   }
   CHECK(store.register_step(step(9, "9.1-b", 0), 1000) == ar::Store::Insert::created);
 }
+
+TEST_CASE("node replacements and node events are kept across reopening", "[store]") {
+  TempDir dir;
+  {
+    ar::Store store(dir.path);
+    ar::NodeRepair r{"node3", ar::node_state::kWaiting, "Action:Replace", "wait", 17, 0, 0, 5, ""};
+    store.save_node_repair(r, {"replace_requested", "node3 marked"});
+    r.state = ar::node_state::kReplacing;
+    r.attempts = 1;
+    store.save_node_repair(r, {"provider", "try 1"});
+    store.save_node_repair({"node4", ar::node_state::kFailed, "x", "now", 1, 3, 0, 9, "boom"},
+                           {"replace_failed", "boom"});
+    store.add_node_event("", {"stalled", "the controller stood still"});
+  }
+  ar::Store store(dir.path);
+  const auto all = store.node_repairs();
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].node == "node3");
+  CHECK(all[0].state == "replacing");
+  CHECK(all[0].attempts == 1);
+  CHECK(all[0].instance == 17);
+  CHECK(all[1].detail == "boom");
+  store.remove_node_repair("node3", {"replaced", "node3 is back"});
+  CHECK_FALSE(store.node_repair("node3"));
+  CHECK(store.node_repair("node4")->mode == "now");
+  const auto events = store.events(std::nullopt, 0);
+  REQUIRE(events.size() == 5);
+  CHECK(events[0].node == "node3");
+  CHECK(events[0].kind == "replace_requested");
+  CHECK(events[3].node.empty());
+  CHECK(events[3].kind == "stalled");
+  CHECK(events[4].detail == "node3 is back");
+  CHECK(store.events(1000, 0).empty());  // a user sees no node's events
+}
+
+TEST_CASE("a database of the second schema gains the events' node", "[store]") {
+  TempDir dir;
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((dir.path / "auto-resume.db").c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db,
+                         "CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                         " at INTEGER NOT NULL, job_id INTEGER NOT NULL, run_id TEXT NOT NULL,"
+                         " uid INTEGER NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL);"
+                         "INSERT INTO events (at, job_id, run_id, uid, kind, detail)"
+                         " VALUES (1, 4, '4.0-a', 0, 'registered', 'old');"
+                         "PRAGMA user_version = 2;",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  ar::Store store(dir.path);
+  const auto events = store.events(std::nullopt, 0);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].detail == "old");
+  CHECK(events[0].node.empty());
+  store.add_node_event("node1", {"marked", "new"});
+  CHECK(store.events(std::nullopt, 0).back().node == "node1");
+}

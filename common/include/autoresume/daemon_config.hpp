@@ -12,9 +12,14 @@
 
 namespace ar {
 
-// How failed nodes are replaced. Only `local` (slurmd processes on this
-// machine, for development and tests) exists so far.
-enum class ProviderKind { local };
+// How failed nodes are replaced: `local` (slurmd processes on this machine,
+// for development and tests: local_restart_command), `command` (the site's
+// own script: provider_command, whose contract docs/nodes.md states),
+// `spares` (a pool of idle nodes drained with reason "spare" in each
+// partition: a resume takes one at once, and the failed node is replaced in
+// the background by provider_command, else local_restart_command, and
+// returns to the pool).
+enum class ProviderKind { local, command, spares };
 
 std::string_view to_string(ProviderKind kind);
 
@@ -49,6 +54,23 @@ struct DaemonConfig {
   // blanks, "{node}" replaced by the node's name. Unset: only idle nodes of
   // the job's partition replace failed ones.
   std::vector<std::string> local_restart_command;
+  // provider=command (or spares): the program run as `PROGRAM replace NODE`.
+  std::filesystem::path provider_command;
+  // provider=spares: how many spare nodes each partition keeps.
+  unsigned spares = 1;
+  // The longest one provider call may take (then it is killed and counts as
+  // failed), how often it is tried for one replacement, and the wait before
+  // the second try (doubling for each further one).
+  std::chrono::milliseconds provider_timeout{600'000};
+  unsigned provider_retries = 3;
+  std::chrono::milliseconds provider_backoff{10'000};
+
+  // Node agents' heartbeats: a node heard from before and silent this long,
+  // whose slurmd does not answer either, is marked FAIL for replacement
+  // (0: off). Nothing is marked while more than heartbeat_max_silent_percent
+  // of the nodes heard from are silent at once.
+  std::chrono::milliseconds heartbeat_timeout{10'000};
+  unsigned heartbeat_max_silent_percent = 50;
 };
 
 // Parses the text of a configuration file; `origin` (the file's name) starts

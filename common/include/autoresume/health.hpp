@@ -2,6 +2,9 @@
 // Health checks, free of Slurm: each check is a parser of what a tool or the
 // kernel reports, and a verdict. The checker (auto-resume-healthcheck)
 // gathers the input and marks the node; these functions only judge.
+// DCGM, Neuron and EFA have their own headers (health_dcgm.hpp,
+// health_neuron.hpp, health_efa.hpp); the checker's configuration file is
+// health_config.hpp's. docs/health.md describes them all.
 
 #include <optional>
 #include <string>
@@ -20,6 +23,15 @@ struct Result {
   std::string check;  // e.g. "gpu", "neuron"
   Status status = Status::pass;
   std::string detail;  // what was seen: the reason text of a failure
+};
+
+// What a tool run by a check did: its exit status (-1: it did not exit on
+// its own) and output, or why it did not run to an exit status. The same
+// shape as the command runner's result, without depending on it.
+struct ToolRun {
+  int status = -1;
+  std::string output;
+  std::string error;  // e.g. "cannot run dcgmi: No such file or directory"
 };
 
 // What a failed check does to the node: FAIL it for replacement, or only

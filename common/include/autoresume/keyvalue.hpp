@@ -4,6 +4,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -40,5 +43,21 @@ std::string parse_absolute_path(std::string_view key, std::string_view value);
 // A positive duration in seconds, fractions allowed ("2", "0.5"), at most max.
 std::chrono::milliseconds parse_seconds(std::string_view key, std::string_view value,
                                         std::chrono::milliseconds max);
+
+// A point in time for `--since`: Unix seconds ("1796000000"), a UTC time
+// ("2026-11-29T14:05:00Z", the form `auto-resume events` prints), or an age
+// back from `now` ("90s", "10m", "2h", "1d"). Returns Unix seconds.
+std::int64_t parse_since(std::string_view key, std::string_view value, std::int64_t now);
+
+// Calls `apply(key, value)` for each `key=value` line of a configuration
+// file's `text` (keys lower-cased; `#` starts a comment; blank lines are
+// skipped). A key set twice, a line without '=', and every ConfigError of
+// `apply` become a ConfigError "ORIGIN:LINE: message". Returns the keys set.
+std::set<std::string> parse_settings(
+    std::string_view text, std::string_view origin,
+    const std::function<void(const std::string& key, const std::string& value)>& apply);
+
+// A configuration file's whole text; ConfigError naming it if it cannot be read.
+std::string read_config_file(const std::filesystem::path& file);
 
 }  // namespace ar

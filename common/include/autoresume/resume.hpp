@@ -4,6 +4,7 @@
 // and what a relaunched srun is handed.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -48,8 +49,15 @@ struct NodeHealth {
 
 // Why the node is at fault, or nothing. A FAIL mark counts only when a
 // health check set it ("Action:Replace <check>: <detail>"); an admin's bare
-// "Action:Replace" lets running jobs finish first.
+// "Action:Replace" lets running jobs finish first. Such a mark's why starts
+// with kCheckFailed.
 std::optional<std::string> node_fault(const NodeHealth& node, unsigned probes_needed);
+inline constexpr std::string_view kCheckFailed = "a health check failed: ";
+
+// Whether `silent` of the `heard` nodes falling silent at once is more
+// likely the controller's own network than the nodes: at least two, and
+// more than `max_percent` of those heard. Then no node is marked.
+bool silent_crowd(std::size_t silent, std::size_t heard, unsigned max_percent);
 
 // The wait before relaunch number `next_attempt` (1 for the first): none for
 // the first, then base, 2*base, 4*base... up to cap.

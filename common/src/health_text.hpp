@@ -1,0 +1,70 @@
+#pragma once
+// Text helpers the health checks share (private to ar_health).
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autoresume/health.hpp"
+
+namespace ar::health::text {
+
+// `line` without a trailing "\r" or "\n" and without blanks around it.
+inline std::string_view strip(std::string_view line) {
+  constexpr std::string_view kSpace = " \t\r\n";
+  const auto first = line.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  return line.substr(first, line.find_last_not_of(kSpace) - first + 1);
+}
+
+// The lines of `output`, stripped.
+inline std::vector<std::string_view> lines(std::string_view output) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (start < output.size()) {
+    const auto end = std::min(output.find('\n', start), output.size());
+    out.push_back(strip(output.substr(start, end - start)));
+    start = end + 1;
+  }
+  return out;
+}
+
+// The last line of `output` that is not blank ("" if none).
+inline std::string last_line(std::string_view output) {
+  const auto all = lines(output);
+  for (auto it = all.rbegin(); it != all.rend(); ++it)
+    if (!it->empty()) return std::string(*it);
+  return "";
+}
+
+// A whole decimal count ("42"); nothing for anything else.
+inline std::optional<unsigned long long> count(std::string_view value) {
+  value = strip(value);
+  unsigned long long n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
+  return n;
+}
+
+// Why `run` of `what` (e.g. "dcgmi health -c -j") went wrong, from the
+// runner's error or the exit status and the output's last line.
+inline std::string tool_failure(const ToolRun& run, std::string_view what) {
+  if (!run.error.empty()) return run.error;
+  std::string out = std::string(what) + " exited " + std::to_string(run.status);
+  const auto last = last_line(run.output);
+  return last.empty() ? out + " and printed nothing" : out + ": " + last;
+}
+
+inline std::string join(const std::vector<std::string>& items, std::string_view separator = "; ") {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+}  // namespace ar::health::text

@@ -1,0 +1,223 @@
+// auto-resume-agent: the node agent. Sends this node's heartbeat to
+// auto-resumed every --interval seconds over the plugin's authenticated
+// transport (munge, as root), so that a hung node is found in seconds rather
+// than after Slurm's SlurmdTimeout. On SIGTERM or SIGINT it says goodbye,
+// and the controller stops watching the node until it is heard again.
+//
+// With --dcgm-policy it also listens to DCGM's policy violations (`dcgmi
+// policy --reg`): an XID or another violation marks the node FAIL with
+// "Action:Replace dcgm: ..." the moment DCGM reports it, which the
+// controller acts on like any failed health check.
+
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "autoresume/client.hpp"
+#include "autoresume/health.hpp"
+#include "autoresume/health_dcgm.hpp"
+#include "autoresume/keyvalue.hpp"
+#include "autoresume/munge_cred.hpp"
+#include "autoresume/version.hpp"
+#include "node_name.hpp"
+#include "provider.hpp"
+#include "slurm_adapter.hpp"
+
+namespace {
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+void log_line(const std::string& text) {
+  fmt::print(stderr, "auto-resume-agent: {}\n", text);
+  std::fflush(stderr);
+}
+
+std::atomic<bool> g_stopping{false};
+
+// Runs `dcgmi policy [-g GROUP] --reg` and feeds its lines to the listener
+// until the agent stops; a dcgmi that exits (no host engine yet, a restart
+// of it) is started again after a pause. A violation marks the node FAIL.
+void listen_to_dcgm(const std::string& dcgmi, const std::string& group, const std::string& node) {
+  std::string last_mark;
+  while (!g_stopping.load()) {
+    std::vector<std::string> words{dcgmi, "policy"};
+    if (!group.empty()) words.insert(words.end(), {"-g", group});
+    words.emplace_back("--reg");
+    ar::Spawned child;
+    std::string spawn_error;
+    try {
+      child = ar::spawn_command(words);
+    } catch (const std::exception& e) {
+      spawn_error = e.what();
+    }
+    const auto pid = child.pid;
+    const int output = child.output;
+    if (!spawn_error.empty()) {
+      log_line(fmt::format("dcgm: {}", spawn_error));
+    } else {
+      ar::health::DcgmPolicyListener listener;
+      std::string pending;
+      for (;;) {
+        pollfd p{output, POLLIN, 0};
+        if (g_stopping.load()) break;
+        if (poll(&p, 1, 500) <= 0) continue;
+        char buffer[4096];
+        const auto n = read(output, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        pending.append(buffer, static_cast<std::size_t>(n));
+        for (auto end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {
+          const auto line = pending.substr(0, end);
+          pending.erase(0, end + 1);
+          const auto result = listener.feed(line);
+          if (!result) continue;
+          if (result->status != ar::health::Status::fail ||
+              result->detail.starts_with("dcgmi policy: ")) {
+            // An application's XID, or dcgmi's own error (it exits; started again).
+            log_line(fmt::format("dcgm: {}", result->detail));
+            continue;
+          }
+          const auto reason = ar::health::node_reason(*result, ar::health::Action::replace);
+          if (reason == last_mark) continue;  // the same violation again
+          try {
+            ar::slurm::set_node_fail(node, reason);
+            last_mark = reason;
+            log_line(fmt::format("dcgm: marked {} FAIL: {}", node, reason));
+          } catch (const std::exception& e) {
+            log_line(fmt::format("dcgm: cannot mark {} ({}): {}", node, reason, e.what()));
+          }
+        }
+      }
+      kill(-pid, SIGTERM);
+      int status = 0;
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      if (!g_stopping.load())
+        log_line(fmt::format("dcgm: {} policy --reg ended (status {}); again in 10 s", dcgmi,
+                             WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+    }
+    if (output >= 0) close(output);
+    for (int i = 0; i < 100 && !g_stopping.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"auto-resume-agent: send this node's heartbeat to auto-resumed",
+               "auto-resume-agent"};
+  std::string controller = env_or("AUTO_RESUME_CONTROLLER", "127.0.0.1:7860");
+  std::string munge_socket = env_or("AUTO_RESUME_MUNGE_SOCKET", "");
+  std::string node = ar::this_node_name();
+  double interval_s = 2;
+  app.add_option("--controller", controller,
+                 "auto-resumed's HOST:PORT (env AUTO_RESUME_CONTROLLER)")
+      ->capture_default_str();
+  app.add_option("--munge-socket", munge_socket,
+                 "munged's socket (env AUTO_RESUME_MUNGE_SOCKET; default: munge's own)");
+  app.add_option("--node", node, "This node's name in slurm.conf")->capture_default_str();
+  app.add_option("--interval", interval_s,
+                 "Seconds between heartbeats (keep it well under the controller's "
+                 "heartbeat_timeout)")
+      ->check(CLI::Range(0.1, 60.0))
+      ->capture_default_str();
+  bool dcgm_policy = false;
+  std::string dcgm_group;
+  std::string dcgmi = "dcgmi";
+  app.add_flag("--dcgm-policy", dcgm_policy,
+               "Listen to DCGM's policy violations (dcgmi policy --reg) and mark the node FAIL "
+               "on one (set the policy first: dcgmi policy --set ...)");
+  app.add_option("--dcgm-group", dcgm_group,
+                 "The DCGM group whose policy is watched (default: "
+                 "dcgmi's default group, all GPUs)");
+  app.add_option("--dcgmi", dcgmi, "The dcgmi to run")->capture_default_str();
+  app.set_version_flag("-V,--version", std::string("auto-resume-agent ") + ar::kVersion);
+  CLI11_PARSE(app, argc, argv);
+
+  ar::Endpoint endpoint;
+  try {
+    endpoint = ar::parse_endpoint("--controller", controller);
+  } catch (const ar::ConfigError& e) {
+    fmt::print(stderr, "auto-resume-agent: {}\n", e.what());
+    return 2;
+  }
+  if (dcgm_policy) {
+    try {
+      ar::slurm::init();  // marks go to slurmctld directly
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "auto-resume-agent: {}\n", e.what());
+      return 2;
+    }
+  }
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
+  sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const auto interval = std::chrono::milliseconds(static_cast<long>(interval_s * 1000));
+  const auto timeout = std::max(interval, std::chrono::milliseconds{1000});
+  auto send = [&](bool stopping) {
+    ar::proto::json fields = {{"node", node}};
+    if (stopping) fields["stopping"] = true;
+    const auto reply = ar::call_controller(
+        endpoint, timeout, "heartbeat",
+        ar::munge_encode_credential(munge_socket, ar::credential_payload("heartbeat")),
+        std::move(fields));
+    if (!reply.ok) throw std::runtime_error(reply.code + ": " + reply.message);
+  };
+  log_line(fmt::format("{} sends heartbeats for {} to {} every {} s", ar::kVersion, node,
+                       endpoint.str(), interval_s));
+  std::thread dcgm;
+  if (dcgm_policy) dcgm = std::thread(listen_to_dcgm, dcgmi, dcgm_group, node);
+  auto finish = [&](int status) {
+    g_stopping.store(true);
+    if (dcgm.joinable()) dcgm.join();
+    return status;
+  };
+  // A failure is said when it starts and when it ends, not every interval.
+  std::string last_error;
+  for (;;) {
+    try {
+      send(false);
+      if (!last_error.empty()) log_line("the controller answers again");
+      last_error.clear();
+    } catch (const std::exception& e) {
+      if (last_error != e.what()) log_line(fmt::format("heartbeat not taken: {}", e.what()));
+      last_error = e.what();
+    }
+    timespec wait{static_cast<time_t>(interval.count() / 1000),
+                  static_cast<long>(interval.count() % 1000) * 1'000'000};
+    const int signal = sigtimedwait(&stop_signals, nullptr, &wait);
+    if (signal < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (signal > 0) {
+      try {
+        send(true);
+      } catch (const std::exception& e) {
+        log_line(fmt::format("goodbye not taken: {}", e.what()));
+      }
+      log_line(fmt::format("signal {}: stopped", signal));
+      return finish(0);
+    }
+  }
+}

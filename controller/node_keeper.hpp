@@ -1,0 +1,104 @@
+#pragma once
+// The node side of the controller: node agents' heartbeats, and the
+// replacement of nodes marked for it.
+//
+// Heartbeats: a node heard from since this controller started and silent
+// for heartbeat_timeout, whose slurmd does not answer a deep probe either,
+// is marked FAIL with "Action:Replace heartbeat: ..." (which the resume
+// engine acts on at once). Guards: after a stall of the controller itself
+// every deadline starts again, and while more than
+// heartbeat_max_silent_percent of the nodes are silent at once nothing is
+// marked (the controller's own network is the likelier fault).
+//
+// Replacement: a node FAIL or DOWN with a reason starting "Action:Replace"
+// (an admin's, a health check's, a heartbeat's) or "auto-resume:" (taken out
+// of a job by the resume engine) is replaced by the provider once no job
+// runs on it: waiting -> replacing (provider calls, retried with backoff)
+// -> returning (its new instance registered: back in service, idle) or
+// failed (reported; the node stays out for an admin). A plain FAIL lets
+// running jobs finish; DOWN has killed them; `auto-resume replace --force`
+// first lets the resume engine move protected steps off the node, then sets
+// it DOWN. Each step is committed to the store with its event.
+//
+// Spares (provider=spares): each partition keeps `spares` idle nodes
+// drained with reason "spare", out of normal scheduling; the resume engine
+// takes one at once for a failed node, and a replaced node goes back to the
+// pool while the pool is short.
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "autoresume/daemon_config.hpp"
+#include "slurm_adapter.hpp"
+#include "store.hpp"
+
+namespace ar {
+
+class NodeKeeper {
+ public:
+  using NodeMap = std::map<std::string, const slurm::NodeInfo*>;
+
+  NodeKeeper(Store& store, const DaemonConfig& config);
+  ~NodeKeeper();
+  NodeKeeper(const NodeKeeper&) = delete;
+  NodeKeeper& operator=(const NodeKeeper&) = delete;
+
+  // A node agent's heartbeat (any thread). `stopping`: the agent is shutting
+  // down on purpose; its node is no longer watched until it is heard again.
+  void heartbeat(const std::string& node, bool stopping);
+
+  // An admin's `auto-resume replace` (any thread): "wait" (running jobs
+  // finish first), "now" (protected steps are resumed elsewhere at once) or
+  // "force" (then the remaining jobs are killed). Marks the node and returns
+  // what was done. Throws std::invalid_argument for an unknown node or mode.
+  std::string request_replace(const std::string& node, const std::string& mode);
+
+  // The heartbeat ages, for `auto-resume nodes`: node -> seconds since heard.
+  std::map<std::string, double> heartbeat_ages();
+
+  // The engine thread's turn: `nodes` as just loaded from slurmctld;
+  // `protected_nodes` those under protected steps not decided yet, or
+  // chosen as their replacements.
+  void tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes);
+
+  // The reason a spare node is drained with, and whether a node is a spare
+  // ready to be taken.
+  static constexpr const char* kSpareReason = "spare";
+  static bool is_spare(const slurm::NodeInfo& node);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void watch_heartbeats(const NodeMap& nodes);
+  void find_new(const NodeMap& nodes);
+  void advance(NodeRepair& repair, const NodeMap& nodes,
+               const std::set<std::string>& protected_nodes);
+  void save(NodeRepair& repair, const std::string& kind, const std::string& detail);
+  // provider=spares: drains idle nodes as spares where a partition is short.
+  void keep_spares(const NodeMap& nodes, const std::set<std::string>& protected_nodes);
+  // Partitions of `node` that have fewer than `spares` spares.
+  std::vector<std::string> short_of_spares(const std::string& node, const NodeMap& nodes);
+
+  Store& store_;
+  const DaemonConfig& config_;
+
+  std::mutex mutex_;  // guards heard_ (the server's threads write it)
+  std::map<std::string, Clock::time_point> heard_;
+
+  Clock::time_point last_tick_{};
+  bool crowd_said_ = false;          // the many-silent event of this episode is out
+  std::set<std::string> late_said_;  // nodes whose "late but answering" is out
+  std::set<std::string> no_provider_said_;
+  std::map<std::string, std::future<std::string>> calls_;       // provider calls in flight
+  std::map<std::string, std::vector<std::string>> partitions_;  // provider=spares
+  Clock::time_point partitions_read_{};
+  std::set<std::string> short_said_;  // partitions whose "no idle node for a spare" is out
+};
+
+}  // namespace ar

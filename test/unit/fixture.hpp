@@ -1,0 +1,16 @@
+#pragma once
+// Recorded tool outputs under test/unit/fixtures/<tool>/ (each directory's
+// README says where they come from).
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+inline std::string fixture(const std::string& tool, const std::string& name) {
+  std::ifstream in(std::string(AR_FIXTURES) + "/" + tool + "/" + name);
+  REQUIRE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
