@@ -400,7 +400,7 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
       }
       if (pick == nullptr) continue;
       if (spare) {
-        slurm::resume_node(pick->name);
+        slurm::undrain_node(pick->name);
         save(step, "spare_taken",
              fmt::format("spare {} of partition {} taken for job {}", pick->name, job.partition,
                          job.job_id));

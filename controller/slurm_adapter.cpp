@@ -165,6 +165,8 @@ void set_node_down(const std::string& node, const std::string& reason) {
 
 void resume_node(const std::string& node) { update_node(node, NODE_RESUME, ""); }
 
+void undrain_node(const std::string& node) { update_node(node, NODE_STATE_IDLE, ""); }
+
 void shrink_job(std::uint32_t job_id, const std::string& nodelist) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);

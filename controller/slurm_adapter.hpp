@@ -105,6 +105,10 @@ void set_node_fail(const std::string& node, const std::string& reason);
 // DOWN: Slurm stops waiting for the node (e.g. for a requeued job's epilog).
 void set_node_down(const std::string& node, const std::string& reason);
 void resume_node(const std::string& node);
+// Back to IDLE from DRAIN at once. Unlike resume_node, which makes slurmctld
+// wait for the node's next ping (and a ping round waits MessageTimeout for
+// any dead node), the node can be allocated right away.
+void undrain_node(const std::string& node);
 
 // Shrinks a running job to `nodelist` (its other nodes leave it).
 void shrink_job(std::uint32_t job_id, const std::string& nodelist);
