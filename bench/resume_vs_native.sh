@@ -12,7 +12,6 @@
 # MessageTimeout 10 s (the local cluster's defaults). Takes minutes: the
 # native path waits out cred_expire.
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cases=killed,frozen,gres cred_expire="" slurmd_timeout=10 message_timeout=10
 while (($#)); do
   case $1 in
@@ -25,20 +24,9 @@ while (($#)); do
   esac
   shift
 done
-plugin=$repo/build/spank/auto_resume.so daemon=$repo/build/controller/auto-resumed
-[[ -f $plugin && -x $daemon ]] || { echo "resume_vs_native: build first (no $plugin or $daemon)" >&2; exit 1; }
-cluster_cmd=$repo/scripts/cluster
-
-dir=$(mktemp -d /tmp/ar-bench.XXXXXX)
-chmod 755 "$dir"
-controller_pid=""
-cleanup() {
-  [[ -z $controller_pid ]] || kill "$controller_pid" 2>/dev/null || true
-  "$cluster_cmd" down "$dir/c" >/dev/null 2>&1 || true
-}
-trap 'cleanup; rm -rf "$dir"' EXIT
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}'; }
+NAME=resume_vs_native
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # The training stand-in: rank 0 checkpoints every 0.25 s; each run prints
 # one line per task saying which attempt and restart it is.

@@ -15,7 +15,6 @@
 #                             [--message-timeout S]
 # Defaults: 3 runs, --boot-seconds 60, SlurmdTimeout 10 s, MessageTimeout 10 s.
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 slurmd_timeout=10 message_timeout=10 boot_seconds=60 runs=3
 while (($#)); do
   case $1 in
@@ -28,20 +27,9 @@ while (($#)); do
   esac
   shift
 done
-plugin=$repo/build/spank/auto_resume.so daemon=$repo/build/controller/auto-resumed
-[[ -f $plugin && -x $daemon ]] || { echo "spare_vs_replace: build first (no $plugin or $daemon)" >&2; exit 1; }
-cluster_cmd=$repo/scripts/cluster
-
-dir=$(mktemp -d /tmp/ar-bench.XXXXXX)
-chmod 755 "$dir"
-controller_pid=""
-cleanup() {
-  [[ -z $controller_pid ]] || kill "$controller_pid" 2>/dev/null || true
-  "$cluster_cmd" down "$dir/c" >/dev/null 2>&1 || true
-}
-trap 'cleanup; rm -rf "$dir"' EXIT
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}'; }
+NAME=spare_vs_replace
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "spare_vs_replace: --runs '$runs' is not a positive number" >&2; exit 2; }
 [[ $boot_seconds =~ ^[0-9]+$ ]] || { echo "spare_vs_replace: --boot-seconds '$boot_seconds' is not a whole number" >&2; exit 2; }

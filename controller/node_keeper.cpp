@@ -88,7 +88,9 @@ std::string NodeKeeper::request_replace(const std::string& node, const std::stri
   for (const auto& n : watcher.load())
     if (n.name == node) info = n;
   if (!info) throw std::invalid_argument("slurmctld does not know node '" + node + "'");
-  if (const auto current = store_.node_repair(node))
+  // A replacement under way goes on; one that failed may be asked again.
+  if (const auto current = store_.node_repair(node);
+      current && current->state != node_state::kFailed)
     return fmt::format("{} is being replaced already ({}, requested as '{}')", node, current->state,
                        current->mode);
   if (!can_replace(config_))
@@ -266,13 +268,16 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
     return;
   }
   const auto& node = *it->second;
-  if (repair.state == node_state::kFailed) return;  // an admin's now
-  if (repair.state == node_state::kWaiting && !node.fail && !node.down) {
+  if ((repair.state == node_state::kWaiting || repair.state == node_state::kFailed) && !node.fail &&
+      !node.down) {
     store_.remove_node_repair(
         name, {"replace_dropped",
-               fmt::format("{} was put back in service before it was replaced", name)});
+               fmt::format("{} was put back in service {}", name,
+                           repair.state == node_state::kFailed ? "after its replacement failed"
+                                                               : "before it was replaced")});
     return;
   }
+  if (repair.state == node_state::kFailed) return;  // an admin's now
   if (repair.state == node_state::kWaiting) {
     if (repair.mode == "force" && !node.down) {
       const auto waited = now_unix() - repair.started_at;
@@ -312,8 +317,8 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
     if (error.empty()) {
       repair.state = node_state::kReturning;
       repair.detail.clear();
-      // The new instance must register within provider_timeout.
-      repair.next_try = now_unix() + (config_.provider_timeout.count() + 999) / 1000;
+      // The new instance must register within register_timeout.
+      repair.next_try = now_unix() + (config_.register_timeout.count() + 999) / 1000;
       save(repair, "provider_done",
            fmt::format("the provider replaced {}; waiting for its new instance to register", name));
       return;
@@ -335,8 +340,8 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
       return;
     }
     if (now_unix() < repair.next_try) return;
-    repair.detail = fmt::format("{} did not register again within provider_timeout={} s", name,
-                                config_.provider_timeout.count() / 1000);
+    repair.detail = fmt::format("{} did not register again within register_timeout={} s", name,
+                                config_.register_timeout.count() / 1000);
   }
   // The provider failed (or its node never came back): again after a
   // backoff, until provider_retries calls have failed.

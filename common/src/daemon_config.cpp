@@ -25,7 +25,7 @@ constexpr std::string_view kKnownKeys =
     "listen, state_dir, provider, max_attempts, munge_socket, backoff, probe_interval, "
     "probe_failures, end_window, repair_timeout, min_time_left, local_restart_command, "
     "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
-    "heartbeat_max_silent_percent, spares";
+    "heartbeat_max_silent_percent, spares, register_timeout";
 
 // A command line split on blanks; the program is an absolute path and some
 // argument names the node with "{node}".
@@ -81,6 +81,8 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
   } else if (key == "provider_backoff") {
     config.provider_backoff = value == "0" ? std::chrono::milliseconds{0}
                                            : parse_seconds(key, value, std::chrono::hours{1});
+  } else if (key == "register_timeout") {
+    config.register_timeout = parse_seconds(key, value, std::chrono::hours{24});
   } else if (key == "heartbeat_timeout") {
     config.heartbeat_timeout = value == "0" ? std::chrono::milliseconds{0}
                                             : parse_seconds(key, value, std::chrono::hours{1});
@@ -163,6 +165,7 @@ std::string render(const DaemonConfig& config) {
       << "provider_timeout=" << seconds_text(config.provider_timeout) << "\n"
       << "provider_retries=" << config.provider_retries << "\n"
       << "provider_backoff=" << seconds_text(config.provider_backoff) << "\n"
+      << "register_timeout=" << seconds_text(config.register_timeout) << "\n"
       << "heartbeat_timeout=" << seconds_text(config.heartbeat_timeout) << "\n"
       << "heartbeat_max_silent_percent=" << config.heartbeat_max_silent_percent << "\n";
   if (config.provider == ProviderKind::spares) out << "spares=" << config.spares << "\n";

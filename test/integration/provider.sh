@@ -3,7 +3,8 @@
 # a script that works replaces the node (it comes back idle as a new
 # instance); one that fails, or hangs past provider_timeout, is tried
 # provider_retries times with a backoff, then reported (its output kept in
-# the events) and the node stays out; and an auto-resume step whose failed
+# the events) and the node stays out, until an admin asks again or puts the
+# node back by hand; and an auto-resume step whose failed
 # node cannot be replaced, with no idle node to take, gets give_up (exit 75)
 # instead of waiting for ever.
 # shellcheck source=test/integration/lib.sh
@@ -50,6 +51,21 @@ assert_eq "$(calls node3)" 3 "provider calls for node3 (1 that worked, 2 that fa
 "$AR_CLI" nodes >nodes.out
 assert_contains nodes.out "^node3 failed \(wait, 2 provider tries" "auto-resume nodes"
 
+# The admin takes over: a failed replacement may be asked for again, and a
+# node put back in service by hand is no longer the controller's.
+rm mode-node3
+"$AR_CLI" replace node3 >again.out
+assert_contains again.out "^node3 marked FAIL with reason 'Action:Replace'" "a second replace after a failed one"
+wait_until 60 "node3 replaced at last" event_seen "node node3 replaced: node3 is back in service"
+wait_until 20 "node3 idle" node_is node3 idle
+echo fail >mode-node3
+scontrol update node=node3 state=fail reason="Action:Replace"
+failed_twice() { [[ $("$AR_CLI" events | grep -c "node node3 replace_failed") == 2 ]]; }
+wait_until 30 "node3's replacement to fail again" failed_twice
+scontrol update node=node3 state=resume
+wait_until 20 "the failed replacement to be dropped" event_seen "node node3 replace_dropped: node3 was put back in service after its replacement failed"
+scontrol update node=node3 state=drain reason="maintenance"  # out of the way of part 4
+
 # 3. A script that hangs: killed after provider_timeout, tried again, reported.
 echo hang >mode-node2
 scontrol update node=node2 state=fail reason="Action:Replace"
@@ -58,7 +74,7 @@ assert_eq "$(calls node2)" 2 "provider calls for node2"
 pgrep -f "^sleep 300$" >/dev/null && fail "the hung provider script was not killed"
 
 # 4. An auto-resume step on node1 and node4 loses node4: no idle node (node2
-# and node3 are out) and the provider fails: give_up, not an endless wait.
+# is out, node3 drained) and the provider fails: give_up, not an endless wait.
 echo fail >mode-node4
 make_training_step
 make_training_job 400

@@ -125,12 +125,13 @@ TEST_CASE("provider and heartbeat settings parse, with their defaults", "[daemon
   CHECK(defaults.provider_timeout == 600s);
   CHECK(defaults.provider_retries == 3);
   CHECK(defaults.provider_backoff == 10s);
+  CHECK(defaults.register_timeout == 900s);
   CHECK(defaults.heartbeat_timeout == 10s);
   CHECK(defaults.heartbeat_max_silent_percent == 50);
 
   const auto config = ar::parse_daemon_config(
       "provider=command\nprovider_command=/opt/site/replace-node\nprovider_timeout=2.5\n"
-      "provider_retries=5\nprovider_backoff=0\nheartbeat_timeout=0\n"
+      "provider_retries=5\nprovider_backoff=0\nheartbeat_timeout=0\nregister_timeout=30\n"
       "heartbeat_max_silent_percent=30\n",
       "f");
   CHECK(config.provider == ar::ProviderKind::command);
@@ -138,6 +139,7 @@ TEST_CASE("provider and heartbeat settings parse, with their defaults", "[daemon
   CHECK(config.provider_timeout == 2500ms);
   CHECK(config.provider_retries == 5);
   CHECK(config.provider_backoff == 0ms);
+  CHECK(config.register_timeout == 30s);
   CHECK(config.heartbeat_timeout == 0ms);
   CHECK(config.heartbeat_max_silent_percent == 30);
   const auto again = ar::parse_daemon_config(ar::render(config), "r");
@@ -145,6 +147,7 @@ TEST_CASE("provider and heartbeat settings parse, with their defaults", "[daemon
   CHECK(again.provider_command == config.provider_command);
   CHECK(again.provider_timeout == config.provider_timeout);
   CHECK(again.heartbeat_timeout == config.heartbeat_timeout);
+  CHECK(again.register_timeout == config.register_timeout);
   CHECK(again.heartbeat_max_silent_percent == 30);
 
   const auto spares = ar::parse_daemon_config(

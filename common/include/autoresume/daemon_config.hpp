@@ -64,6 +64,10 @@ struct DaemonConfig {
   std::chrono::milliseconds provider_timeout{600'000};
   unsigned provider_retries = 3;
   std::chrono::milliseconds provider_backoff{10'000};
+  // How long a replaced node's new instance may take to register with
+  // slurmctld after the provider's call succeeded (a boot); then the try
+  // counts as failed.
+  std::chrono::milliseconds register_timeout{900'000};
 
   // Node agents' heartbeats: a node heard from before and silent this long,
   // whose slurmd does not answer either, is marked FAIL for replacement
