@@ -106,9 +106,12 @@ void listen_to_dcgm(const std::string& dcgmi, const std::string& group, const st
           }
         }
       }
+      // dcgmi unregisters on SIGTERM; one that does not end within 2 s is killed.
       kill(-pid, SIGTERM);
       int status = 0;
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      for (int i = 0; waitpid(pid, &status, WNOHANG) == 0; ++i) {
+        if (i == 20) kill(-pid, SIGKILL);
+        std::this_thread::sleep_for(std::chrono::milliseconds{100});
       }
       if (!g_stopping.load())
         log_line(fmt::format("dcgm: {} policy --reg ended (status {}); again in 10 s", dcgmi,

@@ -112,7 +112,11 @@ void Engine::tick() {
     if (step.repair.contains("replacements"))
       for (const auto& host : step.repair["replacements"]) protected_nodes.insert(host);
   }
-  keeper_.tick(nodes, protected_nodes);
+  try {
+    keeper_.tick(nodes, protected_nodes);
+  } catch (const std::exception& e) {
+    log::warn("node keeper: {}", e.what());  // the protected steps come first
+  }
   if (steps.empty()) {
     failed_probes_.clear();
     step_nodes_.clear();

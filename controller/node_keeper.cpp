@@ -47,6 +47,8 @@ constexpr const char* kForceReason = "Action:Replace admin: replacement forced (
 // How long --force waits for the resume engine to move protected steps off
 // the node before it sets the node DOWN anyway.
 constexpr seconds kForceGrace{30};
+// A replacement record this young may be newer than the node list in hand.
+constexpr seconds kFreshRecord{5};
 
 }  // namespace
 
@@ -55,13 +57,18 @@ NodeKeeper::NodeKeeper(Store& store, const DaemonConfig& config) : store_(store)
 NodeKeeper::~NodeKeeper() {
   // Provider calls in flight are stopped (a restarted controller makes them
   // again): shutting down must not wait for provider_timeout.
-  if (!calls_.empty()) cancel_commands();
+  if (!calls_.empty() || !orphans_.empty()) cancel_commands();
   for (auto& [node, call] : calls_)
+    if (call.valid()) call.wait();
+  for (auto& call : orphans_)
     if (call.valid()) call.wait();
 }
 
 void NodeKeeper::heartbeat(const std::string& node, bool stopping) {
   std::lock_guard lock(mutex_);
+  if (!known_.empty() && !known_.contains(node))
+    throw std::invalid_argument("slurmctld does not know node '" + node +
+                                "' (start the agent with --node NAME as slurm.conf names it)");
   if (stopping)
     heard_.erase(node);
   else
@@ -97,22 +104,23 @@ std::string NodeKeeper::request_replace(const std::string& node, const std::stri
     throw std::invalid_argument(fmt::format(
         "provider={} cannot replace nodes (set local_restart_command or use provider=command)",
         to_string(config_.provider)));
-  // Recorded before the mark, so that the engine's next look finds the mode.
+  // The mark first: the engine finds the mode in the reason if it looks
+  // before the record below is written, and never sees a waiting record on
+  // an unmarked node.
+  slurm::set_node_fail(node, reason);
   NodeRepair repair{node, node_state::kWaiting, reason, mode, info->slurmd_start_time, 0,
                     0,    now_unix(),           ""};
   const auto what = mode == "wait" ? "running jobs finish first"
                     : mode == "now"
                         ? "protected steps on it are resumed elsewhere now, other jobs finish"
                         : "protected steps on it are resumed elsewhere, other jobs are killed";
-  store_.save_node_repair(
-      repair, {"replace_requested", fmt::format("{} marked FAIL ({}): {}", node, reason, what)});
-  try {
-    slurm::set_node_fail(node, reason);
-  } catch (const std::exception& e) {
-    store_.remove_node_repair(
-        node, {"replace_failed", fmt::format("cannot mark {}: {}", node, e.what())});
-    throw;
-  }
+  const EventSpec event{"replace_requested",
+                        fmt::format("{} marked FAIL ({}): {}", node, reason, what)};
+  if (const auto current = store_.node_repair(node);
+      current && current->state == node_state::kFailed)
+    store_.save_node_repair(repair, event);  // asked again after a failure
+  else
+    store_.add_node_repair(repair, event);  // unless the engine recorded it meanwhile
   log::info("{}: replacement requested ({})", node, mode);
   return fmt::format("{} marked FAIL with reason '{}': {}, then the {} provider replaces it", node,
                      reason, what, to_string(config_.provider));
@@ -124,15 +132,28 @@ bool NodeKeeper::is_spare(const slurm::NodeInfo& node) {
 }
 
 void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes) {
-  watch_heartbeats(nodes);
-  find_new(nodes);
-  if (config_.provider == ProviderKind::spares) {
-    try {
-      keep_spares(nodes, protected_nodes);
-    } catch (const std::exception& e) {
-      log::warn("spares: {}", e.what());
-    }
+  {
+    std::lock_guard lock(mutex_);
+    known_.clear();
+    for (const auto& [name, node] : nodes) known_.insert(name);
   }
+  // Each part on its own: one that fails (slurmctld refusing a change) must
+  // not hold up the others, nor the resume engine after them.
+  auto guarded = [](const char* what, const auto& part) {
+    try {
+      part();
+    } catch (const std::exception& e) {
+      log::warn("{}: {}", what, e.what());
+    }
+  };
+  guarded("heartbeats", [&] { watch_heartbeats(nodes); });
+  guarded("replacements", [&] { find_new(nodes); });
+  if (config_.provider == ProviderKind::spares)
+    guarded("spares", [&] { keep_spares(nodes, protected_nodes); });
+  // Provider calls of replacements that were dropped meanwhile.
+  std::erase_if(orphans_, [](std::future<std::string>& call) {
+    return call.wait_for(seconds{0}) == std::future_status::ready;
+  });
   for (auto& repair : store_.node_repairs()) {
     try {
       advance(repair, nodes, protected_nodes);
@@ -151,6 +172,11 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
   const auto now = Clock::now();
   const auto gap = last_tick_ == Clock::time_point{} ? Clock::duration{} : now - last_tick_;
   last_tick_ = now;
+  // Late: past half the timeout. The crowd guard counts late nodes, so that
+  // when every agent falls silent at once (the controller's network) the
+  // crowd shows before the first deadline runs out, however the agents'
+  // intervals happen to be spread.
+  std::vector<std::string> late;
   std::vector<std::string> silent;
   std::size_t heard = 0;
   {
@@ -169,34 +195,45 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
     }
     heard = heard_.size();
     for (const auto& [node, at] : heard_) {
-      if (now - at <= config_.heartbeat_timeout) continue;
+      if (now - at <= config_.heartbeat_timeout / 2) continue;
       const auto it = nodes.find(node);
       if (it == nodes.end() || it->second->fail || it->second->down) continue;  // out already
-      silent.push_back(node);
+      late.push_back(node);
+      if (now - at > config_.heartbeat_timeout) silent.push_back(node);
     }
   }
-  for (auto it = late_said_.begin(); it != late_said_.end();)
-    it = std::ranges::find(silent, *it) == silent.end() ? late_said_.erase(it) : std::next(it);
-  if (silent_crowd(silent.size(), heard, config_.heartbeat_max_silent_percent)) {
+  const auto is_silent = [&](const std::string& n) {
+    return std::ranges::find(silent, n) != silent.end();
+  };
+  std::erase_if(late_said_, [&](const std::string& n) { return !is_silent(n); });
+  std::erase_if(probed_, [&](const auto& entry) { return !is_silent(entry.first); });
+  if (silent_crowd(late.size(), heard, config_.heartbeat_max_silent_percent)) {
     if (!crowd_said_) {
       crowd_said_ = true;
       const auto detail = fmt::format(
           "{} of {} nodes are silent at once ({}): the controller's own network is the likelier "
           "fault; none is marked (heartbeat_max_silent_percent={})",
-          silent.size(), heard, join(silent), config_.heartbeat_max_silent_percent);
+          late.size(), heard, join(late), config_.heartbeat_max_silent_percent);
       log::warn("heartbeats: {}", detail);
       store_.add_node_event("", {"heartbeat_crowd", detail});
     }
     return;
   }
-  if (silent.empty()) crowd_said_ = false;
-  std::erase_if(silent, [&](const std::string& node) { return store_.node_repair(node); });
+  if (late.empty()) crowd_said_ = false;
+  // A direct look at each silent node's slurmd, at most once per timeout
+  // while it stays silent and answers (each look is an error line in
+  // slurmd's log); not at nodes being replaced.
+  std::erase_if(silent, [&](const std::string& node) {
+    const auto it = probed_.find(node);
+    return (it != probed_.end() && now - it->second < config_.heartbeat_timeout) ||
+           store_.node_repair(node);
+  });
   if (silent.empty()) return;
-  // A direct look at each silent node's slurmd.
   std::vector<ProbeTarget> targets;
   for (const auto& node : silent) {
     const auto& info = *nodes.at(node);
     targets.push_back({info.address, info.port});
+    probed_[node] = now;
   }
   const auto answered = probe_all(targets, milliseconds{1000}, ProbeDepth::deep);
   for (std::size_t i = 0; i < silent.size(); ++i) {
@@ -204,8 +241,12 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
     double age = 0;
     {
       std::lock_guard lock(mutex_);
-      if (const auto it = heard_.find(node); it != heard_.end()) age = as_seconds(now - it->second);
+      const auto it = heard_.find(node);
+      if (it == heard_.end()) continue;  // said goodbye meanwhile
+      age = as_seconds(Clock::now() - it->second);
     }
+    if (age * 1000 <= static_cast<double>(config_.heartbeat_timeout.count()))
+      continue;  // heard again during the probe
     if (answered[i]) {
       if (late_said_.insert(node).second)
         store_.add_node_event(
@@ -217,11 +258,17 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
     }
     const auto reason = fmt::format(
         "Action:Replace heartbeat: no heartbeat for {:.0f} s and slurmd does not answer", age);
-    slurm::set_node_fail(node, reason);
+    try {
+      slurm::set_node_fail(node, reason);
+    } catch (const std::exception& e) {
+      log::warn("{}: cannot mark it FAIL ({}): {}", node, reason, e.what());
+      continue;  // tried again at a later look
+    }
     {
       std::lock_guard lock(mutex_);
       heard_.erase(node);  // watched again once its agent is heard again
     }
+    probed_.erase(node);
     log::warn("{}: marked FAIL: {}", node, reason);
     store_.add_node_event(node, {"marked", fmt::format("{} marked FAIL: {}", node, reason)});
   }
@@ -242,19 +289,17 @@ void NodeKeeper::find_new(const NodeMap& nodes) {
                                               name, node->reason, to_string(config_.provider))});
       continue;
     }
-    const bool admin_wait = node->reason == kWaitReason;
-    NodeRepair repair{name,
-                      node_state::kWaiting,
-                      node->reason,
-                      node->down ? "force" : (admin_wait ? "wait" : "now"),
-                      node->slurmd_start_time,
-                      0,
-                      0,
-                      now_unix(),
-                      ""};
-    save(repair, "replace_requested",
+    const auto mode = node->down || node->reason == kForceReason ? "force"
+                      : node->reason == kWaitReason              ? "wait"
+                                                                 : "now";
+    NodeRepair repair{
+        name, node_state::kWaiting, node->reason, mode, node->slurmd_start_time, 0, 0, now_unix(),
+        ""};
+    store_.add_node_repair(
+        repair,
+        {"replace_requested",
          fmt::format("{} is {} ({}): the {} provider replaces it once no job runs on it", name,
-                     node->down ? "DOWN" : "FAIL", node->reason, to_string(config_.provider)));
+                     node->down ? "DOWN" : "FAIL", node->reason, to_string(config_.provider))});
   }
 }
 
@@ -262,19 +307,32 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
                          const std::set<std::string>& protected_nodes) {
   const auto& name = repair.node;
   const auto it = nodes.find(name);
+  // A replacement dropped while its provider call runs: the call is left
+  // to end by itself (its future polled, never waited for here).
+  auto drop = [&](const std::string& why) {
+    if (const auto call = calls_.find(name); call != calls_.end()) {
+      orphans_.push_back(std::move(call->second));
+      calls_.erase(call);
+    }
+    store_.remove_node_repair(name, {"replace_dropped", why});
+  };
   if (it == nodes.end()) {
-    calls_.erase(name);
-    store_.remove_node_repair(name, {"replace_dropped", name + " is no longer in slurm.conf"});
+    drop(name + " is no longer in slurm.conf");
     return;
   }
   const auto& node = *it->second;
-  if ((repair.state == node_state::kWaiting || repair.state == node_state::kFailed) && !node.fail &&
-      !node.down) {
-    store_.remove_node_repair(
-        name, {"replace_dropped",
-               fmt::format("{} was put back in service {}", name,
-                           repair.state == node_state::kFailed ? "after its replacement failed"
-                                                               : "before it was replaced")});
+  // A node that is in service again (an admin resumed it; a slurmd came
+  // back with ReturnToService=2) is not replaced: not while the replacement
+  // waits, failed, or waits to ask the provider again. A record younger than
+  // a few seconds may be newer than the node list, so it waits a little.
+  const bool in_service = !node.fail && !node.down;
+  const bool between_calls = repair.state == node_state::kReplacing && !calls_.contains(name);
+  if (in_service && now_unix() - repair.started_at >= kFreshRecord.count() &&
+      (repair.state == node_state::kWaiting || repair.state == node_state::kFailed ||
+       between_calls)) {
+    drop(fmt::format("{} was put back in service {}", name,
+                     repair.state == node_state::kFailed ? "after its replacement failed"
+                                                         : "before it was replaced"));
     return;
   }
   if (repair.state == node_state::kFailed) return;  // an admin's now
@@ -302,7 +360,19 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
     auto call = calls_.find(name);
     if (call == calls_.end()) {
       if (now_unix() < repair.next_try) return;
+      if (repair.attempts >= static_cast<std::int64_t>(config_.provider_retries)) {
+        // Its last call was cut short by a restart of the controller.
+        repair.state = node_state::kFailed;
+        save(repair, "replace_failed",
+             fmt::format("the replacement of {} failed after {} tries; the node stays out for an "
+                         "admin: {}",
+                         name, repair.attempts,
+                         repair.detail.empty() ? "the controller restarted during the last try"
+                                               : repair.detail));
+        return;
+      }
       ++repair.attempts;
+      repair.called_at = now_unix();
       save(repair, "provider",
            fmt::format("asking the {} provider to replace {} (try {} of {})",
                        to_string(config_.provider), name, repair.attempts,
@@ -325,17 +395,25 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
     }
     repair.detail = error;
   } else if (repair.state == node_state::kReturning) {
-    if (node.slurmd_start_time != repair.instance && !node.not_responding) {
+    // The new instance: a slurmd started since the provider's call (not one
+    // that restarted by itself before it) and answering slurmctld.
+    if (node.slurmd_start_time != repair.instance && node.slurmd_start_time >= repair.called_at &&
+        !node.not_responding) {
       const auto short_of = config_.provider == ProviderKind::spares ? short_of_spares(name, nodes)
                                                                      : std::vector<std::string>{};
-      if (node.fail || node.down || node.drain) slurm::resume_node(name);
-      if (!short_of.empty()) slurm::set_node_drain(name, kSpareReason);
+      // Only the replacement's own mark is lifted: an admin's drain set
+      // meanwhile (other reason) stays, and so does the node.
+      const bool ours = node.reason == repair.reason || wants_replacement(node);
+      if (ours && (node.fail || node.down || node.drain)) slurm::resume_node(name);
+      if (ours && !short_of.empty()) slurm::set_node_drain(name, kSpareReason);
       store_.remove_node_repair(
           name, {"replaced",
                  fmt::format("{} is back in service: a new instance (slurmd started "
                              "at {}) replaced the old one{}",
                              name, node.slurmd_start_time,
-                             short_of.empty() ? "" : ", kept as a spare of " + join(short_of))});
+                             !ours ? ", left as an admin set it meanwhile (" + node.reason + ")"
+                             : short_of.empty() ? ""
+                                                : ", kept as a spare of " + join(short_of))});
       log::info("{}: replaced", name);
       return;
     }

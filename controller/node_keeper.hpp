@@ -51,6 +51,7 @@ class NodeKeeper {
 
   // A node agent's heartbeat (any thread). `stopping`: the agent is shutting
   // down on purpose; its node is no longer watched until it is heard again.
+  // Throws std::invalid_argument for a node slurmctld does not know.
   void heartbeat(const std::string& node, bool stopping);
 
   // An admin's `auto-resume replace` (any thread): "wait" (running jobs
@@ -88,14 +89,17 @@ class NodeKeeper {
   Store& store_;
   const DaemonConfig& config_;
 
-  std::mutex mutex_;  // guards heard_ (the server's threads write it)
+  std::mutex mutex_;  // guards heard_ and known_ (the server's threads use them)
   std::map<std::string, Clock::time_point> heard_;
+  std::set<std::string> known_;  // the nodes slurmctld knows, as of the last tick
 
   Clock::time_point last_tick_{};
   bool crowd_said_ = false;          // the many-silent event of this episode is out
   std::set<std::string> late_said_;  // nodes whose "late but answering" is out
   std::set<std::string> no_provider_said_;
   std::map<std::string, std::future<std::string>> calls_;       // provider calls in flight
+  std::vector<std::future<std::string>> orphans_;               // calls of dropped replacements
+  std::map<std::string, Clock::time_point> probed_;             // last deep probe of a silent node
   std::map<std::string, std::vector<std::string>> partitions_;  // provider=spares
   Clock::time_point partitions_read_{};
   std::set<std::string> short_said_;  // partitions whose "no idle node for a spare" is out

@@ -91,6 +91,8 @@ CommandResult run_command(const std::vector<std::string>& args, std::chrono::mil
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   bool timed_out = false;
   bool cancelled = false;
+  bool open = true;  // the pipe: a command may close its output and run on
+  int status = 0;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -102,20 +104,31 @@ CommandResult run_command(const std::vector<std::string>& args, std::chrono::mil
       cancelled = true;
       break;
     }
+    const int slice = static_cast<int>(std::min<long>(left.count(), 200));
+    if (!open) {
+      const auto done = waitpid(pid, &status, WNOHANG);
+      if (done == pid || (done < 0 && errno != EINTR)) break;
+      poll(nullptr, 0, std::min(slice, 20));
+      continue;
+    }
     pollfd p{output, POLLIN, 0};
-    const int ready = poll(&p, 1, static_cast<int>(std::min<long>(left.count(), 200)));
+    const int ready = poll(&p, 1, slice);
     if (ready <= 0) continue;  // EINTR or a spurious wake: the deadline decides
     char buffer[4096];
     const auto n = read(output, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the command and everything it started closed the pipe
+    if (n <= 0) {  // the command and everything it started closed the pipe
+      open = false;
+      continue;
+    }
     result.output.append(buffer, static_cast<std::size_t>(n));
     if (result.output.size() > kKeep) result.output.erase(0, result.output.size() - kKeep);
   }
   close(output);
-  if (timed_out || cancelled) kill(-pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  if (timed_out || cancelled) {
+    kill(-pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   if (cancelled) {
     result.error = words[0] + " was stopped: the controller is shutting down";

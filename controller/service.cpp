@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <stdexcept>
 
 #include "autoresume/version.hpp"
 
@@ -158,7 +159,11 @@ NodeKeeper& Service::node_op(const char* op, uid_t caller) {
 
 json Service::do_heartbeat(const json& body, uid_t caller) {
   auto& keeper = node_op("heartbeat", caller);
-  keeper.heartbeat(node_name(body), proto::get_bool(body, "stopping", false));
+  try {
+    keeper.heartbeat(node_name(body), proto::get_bool(body, "stopping", false));
+  } catch (const std::invalid_argument& e) {
+    throw ProtocolError(code::kBadRequest, e.what());
+  }
   return json::object();
 }
 

@@ -117,7 +117,7 @@ Store::Store(const std::filesystem::path& state_dir) {
       "CREATE TABLE IF NOT EXISTS node_repairs ("
       " node TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT NOT NULL, mode TEXT NOT NULL,"
       " instance INTEGER NOT NULL, attempts INTEGER NOT NULL, next_try INTEGER NOT NULL,"
-      " started_at INTEGER NOT NULL, detail TEXT NOT NULL);");
+      " started_at INTEGER NOT NULL, detail TEXT NOT NULL, called_at INTEGER NOT NULL DEFAULT 0);");
   migrate();
 }
 
@@ -376,11 +376,11 @@ std::vector<Event> Store::events(std::optional<uid_t> uid, std::int64_t since) {
 namespace {
 
 constexpr const char* kNodeRepairColumns =
-    "node, state, reason, mode, instance, attempts, next_try, started_at, detail";
+    "node, state, reason, mode, instance, attempts, next_try, started_at, detail, called_at";
 
 NodeRepair read_node_repair(const Statement& s) {
   return {s.text(0),    s.text(1),    s.text(2),    s.text(3), s.integer(4),
-          s.integer(5), s.integer(6), s.integer(7), s.text(8)};
+          s.integer(5), s.integer(6), s.integer(7), s.text(8), s.integer(9)};
 }
 
 }  // namespace
@@ -405,23 +405,46 @@ std::vector<NodeRepair> Store::node_repairs() {
   return out;
 }
 
+namespace {
+
+void bind_node_repair(Statement& s, const NodeRepair& repair) {
+  s.bind(1, repair.node)
+      .bind(2, repair.state)
+      .bind(3, repair.reason)
+      .bind(4, repair.mode)
+      .bind(5, repair.instance)
+      .bind(6, repair.attempts)
+      .bind(7, repair.next_try)
+      .bind(8, repair.started_at)
+      .bind(9, repair.detail)
+      .bind(10, repair.called_at);
+}
+
+}  // namespace
+
 void Store::save_node_repair(const NodeRepair& repair, const EventSpec& event) {
   std::lock_guard lock(mutex_);
   transaction([&] {
     Statement upsert(db_, (std::string("INSERT OR REPLACE INTO node_repairs (") +
-                           kNodeRepairColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                           kNodeRepairColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
                               .c_str());
-    upsert.bind(1, repair.node)
-        .bind(2, repair.state)
-        .bind(3, repair.reason)
-        .bind(4, repair.mode)
-        .bind(5, repair.instance)
-        .bind(6, repair.attempts)
-        .bind(7, repair.next_try)
-        .bind(8, repair.started_at)
-        .bind(9, repair.detail);
+    bind_node_repair(upsert, repair);
     upsert.step();
     insert_node_event(now_seconds(), repair.node, 0, event);
+  });
+}
+
+bool Store::add_node_repair(const NodeRepair& repair, const EventSpec& event) {
+  std::lock_guard lock(mutex_);
+  return transaction([&] {
+    Statement insert(db_, (std::string("INSERT OR IGNORE INTO node_repairs (") +
+                           kNodeRepairColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                              .c_str());
+    bind_node_repair(insert, repair);
+    insert.step();
+    if (sqlite3_changes(db_) != 1) return false;
+    insert_node_event(now_seconds(), repair.node, 0, event);
+    return true;
   });
 }
 

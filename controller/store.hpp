@@ -76,7 +76,8 @@ struct NodeRepair {
   std::int64_t attempts = 0;  // provider calls so far
   std::int64_t next_try = 0;  // unix seconds: when the provider may be asked again
   std::int64_t started_at = 0;
-  std::string detail;  // the last provider failure, kept for the events and status
+  std::string detail;          // the last provider failure, kept for the events and status
+  std::int64_t called_at = 0;  // unix seconds: when the provider was last called
 };
 
 class Store {
@@ -124,6 +125,9 @@ class Store {
   std::vector<NodeRepair> node_repairs();
   // Inserts or updates the node's replacement, with its event, in one transaction.
   void save_node_repair(const NodeRepair& repair, const EventSpec& event);
+  // Inserts the node's replacement with its event unless the node has one
+  // already; false (and nothing written) then.
+  bool add_node_repair(const NodeRepair& repair, const EventSpec& event);
   // The replacement is over (done, or given up to an admin), with its event.
   void remove_node_repair(const std::string& node, const EventSpec& event);
   void add_node_event(const std::string& node, const EventSpec& event, std::uint32_t job_id = 0);

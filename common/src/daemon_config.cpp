@@ -80,7 +80,7 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
     config.provider_retries = static_cast<unsigned>(parse_uint(key, value, 1, 100));
   } else if (key == "provider_backoff") {
     config.provider_backoff = value == "0" ? std::chrono::milliseconds{0}
-                                           : parse_seconds(key, value, std::chrono::hours{1});
+                                           : parse_seconds(key, value, std::chrono::minutes{10});
   } else if (key == "register_timeout") {
     config.register_timeout = parse_seconds(key, value, std::chrono::hours{24});
   } else if (key == "heartbeat_timeout") {

@@ -16,6 +16,12 @@ CONTROLLER_CONF=$'heartbeat_timeout=4\nend_window=1' controller_up
 cd "$WORK" || exit
 agents_up node1 node2 node3 node4 node5
 wait_until 20 "heartbeats from all five nodes" heard 5
+# An agent with a node name slurmctld does not know is told so.
+"$AR_AGENT" --node nosuchnode --interval 1 >bogus-agent.log 2>&1 &
+bogus=$!
+wait_until 10 "the unknown node's heartbeat refused" grep -q "heartbeat not taken: bad_request: slurmctld does not know node 'nosuchnode'" bogus-agent.log
+kill -TERM "$bogus"
+wait "$bogus" || true
 none_failed() { [[ -z $(sinfo -h -N -t fail,down,drain -o '%N') ]] || fail "nodes marked: $(sinfo -N -t fail,down,drain -o '%N %T %E')"; }
 
 # 1. The controller itself stands still for longer than heartbeat_timeout
