@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <future>
 #include <set>
 
 #include "autoresume/resume.hpp"
@@ -17,11 +16,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-std::int64_t now_unix() {
-  return std::chrono::duration_cast<seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::int64_t whole_seconds(milliseconds ms) { return (ms.count() + 999) / 1000; }
 
@@ -240,7 +234,7 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
           fmt::format("{}: {}", f["node"].get<std::string>(), f["why"].get<std::string>()));
     step.state = step_state::kRepairing;
     step.phase = "detected";
-    step.repair = {{"failed", std::move(found)}, {"started_at", now_unix()}};
+    step.repair = {{"failed", std::move(found)}, {"started_at", unix_now()}};
     save(step, "detected",
          fmt::format("step {}.{} attempt {}: {}", step.step.job_id, step.step.step_id,
                      step.step.attempt, join(what)));
@@ -264,14 +258,14 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
     return;
   }
   if (step.state == step_state::kEnded &&
-      (now_unix() - step.ended_at) * 1000 >= config_.end_window.count())
+      (unix_now() - step.ended_at) * 1000 >= config_.end_window.count())
     decide(step, "no_fault", "no node of the step failed; srun keeps the step's own exit status");
 }
 
 void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
-  const auto started = step.repair.value("started_at", now_unix());
+  const auto started = step.repair.value("started_at", unix_now());
   // The backoff after the expansion is not part of the repair.
-  if (step.phase != "expanded" && now_unix() - started > whole_seconds(config_.repair_timeout)) {
+  if (step.phase != "expanded" && unix_now() - started > whole_seconds(config_.repair_timeout)) {
     decide(step, "give_up",
            fmt::format("the repair did not finish within repair_timeout={} s (it got to '{}')",
                        whole_seconds(config_.repair_timeout), step.phase));
@@ -287,9 +281,9 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
     if (next > config_.max_attempts)
       give_up = fmt::format("run {} was relaunched {} times already (max_attempts={})",
                             step.step.run_id, step.step.attempt, config_.max_attempts);
-    else if (job.end_time > 0 && job.end_time - now_unix() < whole_seconds(config_.min_time_left))
+    else if (job.end_time > 0 && job.end_time - unix_now() < whole_seconds(config_.min_time_left))
       give_up = fmt::format("only {} s of job {}'s time limit are left (min_time_left={} s)",
-                            std::max<std::int64_t>(0, job.end_time - now_unix()), job.job_id,
+                            std::max<std::int64_t>(0, job.end_time - unix_now()), job.job_id,
                             whole_seconds(config_.min_time_left));
     const bool batch_host_failed = job.batch && contains(failed, job.batch_host);
     if (!give_up.empty()) {
@@ -473,9 +467,9 @@ bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
     const auto info = slurm::load_job(helper);
     if (info && info->pending) {
       // The node went elsewhere or does not fit: choose again.
-      const auto since = repair.value("helper_since_" + node, now_unix());
+      const auto since = repair.value("helper_since_" + node, unix_now());
       repair["helper_since_" + node] = since;
-      if (now_unix() - since < kHelperPatience.count()) return false;
+      if (unix_now() - since < kHelperPatience.count()) return false;
       slurm::cancel_job(helper);
       repair["helpers"].erase(node);
       repair.erase("helper_since_" + node);
@@ -484,7 +478,7 @@ bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
       step.phase = "node_out";
       save(step, "expand_retry",
            fmt::format("helper job {} waited {} s for {} ({}): choosing another node", helper,
-                       now_unix() - since, node, info->reason));
+                       unix_now() - since, node, info->reason));
       return false;
     }
     if (!info || !info->running) {
@@ -501,7 +495,7 @@ bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
   }
   const auto now = slurm::load_job(job.job_id);
   step.phase = "expanded";
-  step.repair["expanded_at"] = now_unix();
+  step.repair["expanded_at"] = unix_now();
   save(step, "expanded",
        fmt::format("job {} is on {} again", job.job_id, now ? now->nodes : std::string("?")));
   return true;
@@ -512,8 +506,8 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
   const auto now = slurm::load_job(before.job_id);
   if (!now || !now->running) return;  // the next tick decides what happened
   const auto& job = *now;
-  const auto expanded_at = step.repair.value("expanded_at", now_unix());
-  const auto waited = now_unix() - expanded_at;
+  const auto expanded_at = step.repair.value("expanded_at", unix_now());
+  const auto waited = unix_now() - expanded_at;
   if (waited < kOldStepGrace.count() && slurm::step_exists(job.job_id, step.step.step_id)) return;
   const auto next = step.step.attempt + 1;
   const auto delay = relaunch_backoff(next, std::chrono::duration_cast<seconds>(config_.backoff),

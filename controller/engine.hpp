@@ -17,7 +17,6 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <future>
 #include <map>
 #include <mutex>
 #include <string>

@@ -18,10 +18,6 @@ using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-std::int64_t now_unix() {
-  return duration_cast<seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 double as_seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -109,7 +105,7 @@ std::string NodeKeeper::request_replace(const std::string& node, const std::stri
   // an unmarked node.
   slurm::set_node_fail(node, reason);
   NodeRepair repair{node, node_state::kWaiting, reason, mode, info->slurmd_start_time, 0,
-                    0,    now_unix(),           ""};
+                    0,    unix_now(),           ""};
   const auto what = mode == "wait" ? "running jobs finish first"
                     : mode == "now"
                         ? "protected steps on it are resumed elsewhere now, other jobs finish"
@@ -293,7 +289,7 @@ void NodeKeeper::find_new(const NodeMap& nodes) {
                       : node->reason == kWaitReason              ? "wait"
                                                                  : "now";
     NodeRepair repair{
-        name, node_state::kWaiting, node->reason, mode, node->slurmd_start_time, 0, 0, now_unix(),
+        name, node_state::kWaiting, node->reason, mode, node->slurmd_start_time, 0, 0, unix_now(),
         ""};
     store_.add_node_repair(
         repair,
@@ -327,7 +323,7 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
   // a few seconds may be newer than the node list, so it waits a little.
   const bool in_service = !node.fail && !node.down;
   const bool between_calls = repair.state == node_state::kReplacing && !calls_.contains(name);
-  if (in_service && now_unix() - repair.started_at >= kFreshRecord.count() &&
+  if (in_service && unix_now() - repair.started_at >= kFreshRecord.count() &&
       (repair.state == node_state::kWaiting || repair.state == node_state::kFailed ||
        between_calls)) {
     drop(fmt::format("{} was put back in service {}", name,
@@ -338,7 +334,7 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
   if (repair.state == node_state::kFailed) return;  // an admin's now
   if (repair.state == node_state::kWaiting) {
     if (repair.mode == "force" && !node.down) {
-      const auto waited = now_unix() - repair.started_at;
+      const auto waited = unix_now() - repair.started_at;
       if (protected_nodes.contains(name) && waited < kForceGrace.count()) return;
       slurm::set_node_down(name, repair.reason);
       save(repair, "forced", fmt::format("{} set DOWN: the jobs left on it are killed", name));
@@ -353,13 +349,13 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
     }
     repair.state = node_state::kReplacing;
     repair.detail.clear();
-    repair.next_try = now_unix();
+    repair.next_try = unix_now();
     save(repair, "jobs_gone", fmt::format("no job runs on {}: replacing it", name));
   }
   if (repair.state == node_state::kReplacing) {
     auto call = calls_.find(name);
     if (call == calls_.end()) {
-      if (now_unix() < repair.next_try) return;
+      if (unix_now() < repair.next_try) return;
       if (repair.attempts >= static_cast<std::int64_t>(config_.provider_retries)) {
         // Its last call was cut short by a restart of the controller.
         repair.state = node_state::kFailed;
@@ -372,7 +368,7 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
         return;
       }
       ++repair.attempts;
-      repair.called_at = now_unix();
+      repair.called_at = unix_now();
       save(repair, "provider",
            fmt::format("asking the {} provider to replace {} (try {} of {})",
                        to_string(config_.provider), name, repair.attempts,
@@ -388,7 +384,7 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
       repair.state = node_state::kReturning;
       repair.detail.clear();
       // The new instance must register within register_timeout.
-      repair.next_try = now_unix() + (config_.register_timeout.count() + 999) / 1000;
+      repair.next_try = unix_now() + (config_.register_timeout.count() + 999) / 1000;
       save(repair, "provider_done",
            fmt::format("the provider replaced {}; waiting for its new instance to register", name));
       return;
@@ -417,7 +413,7 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
       log::info("{}: replaced", name);
       return;
     }
-    if (now_unix() < repair.next_try) return;
+    if (unix_now() < repair.next_try) return;
     repair.detail = fmt::format("{} did not register again within register_timeout={} s", name,
                                 config_.register_timeout.count() / 1000);
   }
@@ -435,10 +431,10 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
   auto delay = duration_cast<seconds>(config_.provider_backoff);
   for (std::int64_t i = 1; i < repair.attempts && delay < seconds{600}; ++i) delay *= 2;
   repair.state = node_state::kReplacing;
-  repair.next_try = now_unix() + std::min<std::int64_t>(delay.count(), 600);
+  repair.next_try = unix_now() + std::min<std::int64_t>(delay.count(), 600);
   save(repair, "provider_failed",
        fmt::format("replacing {} failed (try {} of {}; again in {} s): {}", name, repair.attempts,
-                   config_.provider_retries, repair.next_try - now_unix(), repair.detail));
+                   config_.provider_retries, repair.next_try - unix_now(), repair.detail));
 }
 
 void NodeKeeper::save(NodeRepair& repair, const std::string& kind, const std::string& detail) {

@@ -8,13 +8,13 @@
 
 namespace ar {
 
-namespace {
-
-std::int64_t now_seconds() {
+std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+namespace {
 
 // One prepared statement, finalized on scope exit.
 class Statement {
@@ -216,7 +216,7 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
       if (blocking != nullptr) *blocking = read_step(other);
       return Insert::busy;
     }
-    const auto now = now_seconds();
+    const auto now = unix_now();
     Statement insert(db_,
                      "INSERT INTO steps (run_id, attempt, job_id, step_id, uid, argv, cwd,"
                      " nodelist, state, created_at, updated_at)"
@@ -251,7 +251,7 @@ bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
       throw std::runtime_error("no step " + step.step.run_id + " attempt " +
                                std::to_string(step.step.attempt) + " to update");
     if (current->state == step_state::kDecided) return false;
-    const auto now = now_seconds();
+    const auto now = unix_now();
     Statement update(db_,
                      "UPDATE steps SET state = ?, verdict = ?, message = ?, phase = ?, repair = ?,"
                      " ended_at = ?, updated_at = ? WHERE run_id = ? AND attempt = ?");
@@ -276,10 +276,10 @@ bool Store::mark_ended(const StoredStep& step, std::int64_t at, const EventSpec&
     Statement update(db_,
                      "UPDATE steps SET state = 'ended', ended_at = ?, updated_at = ?"
                      " WHERE run_id = ? AND attempt = ? AND state = 'registered'");
-    update.bind(1, at).bind(2, now_seconds()).bind(3, step.step.run_id).bind(4, step.step.attempt);
+    update.bind(1, at).bind(2, unix_now()).bind(3, step.step.run_id).bind(4, step.step.attempt);
     update.step();
     if (sqlite3_changes(db_) != 1) return false;
-    insert_event(now_seconds(), step, event);
+    insert_event(unix_now(), step, event);
     return true;
   });
 }
@@ -291,19 +291,19 @@ bool Store::cancel(const StoredStep& step, const std::string& message) {
                      "UPDATE steps SET state = 'decided', verdict = 'cancelled', message = ?,"
                      " updated_at = ? WHERE run_id = ? AND attempt = ? AND state != 'decided'");
     update.bind(1, message)
-        .bind(2, now_seconds())
+        .bind(2, unix_now())
         .bind(3, step.step.run_id)
         .bind(4, step.step.attempt);
     update.step();
     if (sqlite3_changes(db_) != 1) return false;
-    insert_event(now_seconds(), step, {"cancelled", message});
+    insert_event(unix_now(), step, {"cancelled", message});
     return true;
   });
 }
 
 void Store::add_event(const StoredStep& step, const EventSpec& event) {
   std::lock_guard lock(mutex_);
-  transaction([&] { insert_event(now_seconds(), step, event); });
+  transaction([&] { insert_event(unix_now(), step, event); });
 }
 
 std::optional<StoredStep> Store::find(const std::string& run_id, std::uint32_t attempt) {
@@ -430,7 +430,7 @@ void Store::save_node_repair(const NodeRepair& repair, const EventSpec& event) {
                               .c_str());
     bind_node_repair(upsert, repair);
     upsert.step();
-    insert_node_event(now_seconds(), repair.node, 0, event);
+    insert_node_event(unix_now(), repair.node, 0, event);
   });
 }
 
@@ -443,7 +443,7 @@ bool Store::add_node_repair(const NodeRepair& repair, const EventSpec& event) {
     bind_node_repair(insert, repair);
     insert.step();
     if (sqlite3_changes(db_) != 1) return false;
-    insert_node_event(now_seconds(), repair.node, 0, event);
+    insert_node_event(unix_now(), repair.node, 0, event);
     return true;
   });
 }
@@ -454,13 +454,13 @@ void Store::remove_node_repair(const std::string& node, const EventSpec& event) 
     Statement remove(db_, "DELETE FROM node_repairs WHERE node = ?");
     remove.bind(1, node);
     remove.step();
-    insert_node_event(now_seconds(), node, 0, event);
+    insert_node_event(unix_now(), node, 0, event);
   });
 }
 
 void Store::add_node_event(const std::string& node, const EventSpec& event, std::uint32_t job_id) {
   std::lock_guard lock(mutex_);
-  transaction([&] { insert_node_event(now_seconds(), node, job_id, event); });
+  transaction([&] { insert_node_event(unix_now(), node, job_id, event); });
 }
 
 }  // namespace ar

@@ -17,6 +17,9 @@
 
 namespace ar {
 
+// Unix seconds now: the clock of every time the store keeps.
+std::int64_t unix_now();
+
 // Where a protected step stands. A step is `registered` while it runs,
 // `ended` once its srun reported the end and waits for a verdict,
 // `repairing` while a node fault is handled, and `decided` once `verdict`

@@ -10,10 +10,7 @@ std::string Endpoint::str() const {
 }
 
 Endpoint parse_endpoint(std::string_view key, std::string_view text) {
-  const auto fail = [&](std::string_view why) -> Endpoint {
-    throw ConfigError("invalid value '" + std::string(text) + "' for " + std::string(key) + ": " +
-                      std::string(why));
-  };
+  const auto fail = [&](std::string_view why) -> Endpoint { invalid_value(key, text, why); };
   const auto colon = text.rfind(':');
   if (colon == std::string_view::npos) return fail("expected HOST:PORT");
   auto host = text.substr(0, colon);

@@ -1,12 +1,8 @@
 #include "autoresume/health_config.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fstream>
-#include <set>
-#include <sstream>
 
 #include "autoresume/keyvalue.hpp"
 
@@ -19,19 +15,7 @@ constexpr std::string_view kKnownKeys =
     "fi_pingpong, stress_ng, neuron_sysfs, timeout, stress_seconds, baseline_file, min_fraction, "
     "diag_level, diag_timeout";
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::ranges::transform(out, out.begin(),
-                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
-
-[[noreturn]] void bad(std::string_view key, std::string_view value, std::string_view expected) {
-  throw ConfigError("invalid value " + in_quotes(value) + " for " + std::string(key) + ": " +
-                    std::string(expected));
-}
 
 std::string known_checks() {
   std::string out;
@@ -47,11 +31,12 @@ std::vector<std::string> parse_checks(std::string_view key, std::string_view val
     const auto end = std::min(value.find(',', start), value.size());
     const auto name = lower(trim(value.substr(start, end - start)));
     start = end + 1;
-    if (name.empty()) bad(key, value, "an empty entry in the list");
+    if (name.empty()) invalid_value(key, value, "an empty entry in the list");
     if (std::ranges::find(kChecks, name) == std::end(kChecks))
-      bad(key, value, "unknown check " + in_quotes(name) + " (known: " + known_checks() + ")");
+      invalid_value(key, value,
+                    "unknown check " + in_quotes(name) + " (known: " + known_checks() + ")");
     if (std::ranges::find(checks, name) != checks.end())
-      bad(key, value, "check " + in_quotes(name) + " is named twice");
+      invalid_value(key, value, "check " + in_quotes(name) + " is named twice");
     checks.push_back(name);
   }
   return checks;
@@ -61,7 +46,7 @@ std::vector<std::string> parse_checks(std::string_view key, std::string_view val
 std::string parse_program(std::string_view key, std::string_view value) {
   if (value.empty() || value.find_first_of(" \t") != std::string_view::npos ||
       (value.find('/') != std::string_view::npos && value.front() != '/'))
-    bad(key, value, "expected a program name (looked up in PATH) or an absolute path");
+    invalid_value(key, value, "expected a program name (looked up in PATH) or an absolute path");
   return std::string(value);
 }
 
@@ -71,7 +56,7 @@ double parse_fraction(std::string_view key, std::string_view value) {
   const auto [ptr, ec] = std::from_chars(value.data(), end, out);
   if (value.empty() || ec != std::errc() || ptr != end || !std::isfinite(out) || out < 0.01 ||
       out > 1.0)
-    bad(key, value, "expected a fraction from 0.01 to 1");
+    invalid_value(key, value, "expected a fraction from 0.01 to 1");
   return out;
 }
 
@@ -98,7 +83,7 @@ void apply_health_setting(HealthConfig& config, std::string_view key_text, std::
   const auto key = lower(key_text);
   if (key == "checks") {
     config.checks = parse_checks(key, value);
-    if (config.checks.empty()) bad(key, value, "expected at least one check");
+    if (config.checks.empty()) invalid_value(key, value, "expected at least one check");
   } else if (key == "drain_only") {
     config.drain_only = parse_checks(key, value);
   } else if (key == "gpus") {

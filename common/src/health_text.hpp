@@ -9,16 +9,12 @@
 #include <vector>
 
 #include "autoresume/health.hpp"
+#include "autoresume/keyvalue.hpp"
 
 namespace ar::health::text {
 
 // `line` without a trailing "\r" or "\n" and without blanks around it.
-inline std::string_view strip(std::string_view line) {
-  constexpr std::string_view kSpace = " \t\r\n";
-  const auto first = line.find_first_not_of(kSpace);
-  if (first == std::string_view::npos) return {};
-  return line.substr(first, line.find_last_not_of(kSpace) - first + 1);
-}
+inline std::string_view strip(std::string_view line) { return ar::trim(line); }
 
 // The lines of `output`, stripped.
 inline std::vector<std::string_view> lines(std::string_view output) {

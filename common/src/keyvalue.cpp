@@ -23,6 +23,18 @@ std::string_view trim(std::string_view text) {
   return text.substr(first, last - first + 1);
 }
 
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::ranges::transform(out, out.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+void invalid_value(std::string_view key, std::string_view value, std::string_view expected) {
+  throw ConfigError("invalid value " + quoted(value) + " for " + std::string(key) + ": " +
+                    std::string(expected));
+}
+
 KeyValue split_key_value(std::string_view token) {
   const auto eq = token.find('=');
   if (eq == std::string_view::npos) throw ConfigError("expected key=value, got " + quoted(token));
@@ -34,8 +46,7 @@ KeyValue split_key_value(std::string_view token) {
 bool parse_flag(std::string_view key, std::string_view value) {
   if (value == "0") return false;
   if (value == "1") return true;
-  throw ConfigError("invalid value " + quoted(value) + " for " + std::string(key) +
-                    ": expected 0 or 1");
+  invalid_value(key, value, "expected 0 or 1");
 }
 
 std::uint64_t parse_uint(std::string_view key, std::string_view value, std::uint64_t min,
@@ -44,16 +55,13 @@ std::uint64_t parse_uint(std::string_view key, std::string_view value, std::uint
   const auto* end = value.data() + value.size();
   const auto [ptr, ec] = std::from_chars(value.data(), end, out);
   if (value.empty() || ec != std::errc() || ptr != end || out < min || out > max)
-    throw ConfigError("invalid value " + quoted(value) + " for " + std::string(key) +
-                      ": expected an integer from " + std::to_string(min) + " to " +
-                      std::to_string(max));
+    invalid_value(key, value,
+                  "expected an integer from " + std::to_string(min) + " to " + std::to_string(max));
   return out;
 }
 
 std::string parse_absolute_path(std::string_view key, std::string_view value) {
-  if (value.empty() || value.front() != '/')
-    throw ConfigError("invalid value " + quoted(value) + " for " + std::string(key) +
-                      ": expected an absolute path");
+  if (value.empty() || value.front() != '/') invalid_value(key, value, "expected an absolute path");
   return std::string(value);
 }
 
@@ -65,9 +73,9 @@ std::chrono::milliseconds parse_seconds(std::string_view key, std::string_view v
   const double max_seconds = static_cast<double>(max.count()) / 1000.0;
   if (value.empty() || ec != std::errc() || ptr != end || !std::isfinite(seconds) || seconds <= 0 ||
       seconds > max_seconds)
-    throw ConfigError("invalid value " + quoted(value) + " for " + std::string(key) +
-                      ": expected seconds greater than 0 and at most " +
-                      std::to_string(max.count() / 1000));
+    invalid_value(
+        key, value,
+        "expected seconds greater than 0 and at most " + std::to_string(max.count() / 1000));
   const auto ms = std::llround(seconds * 1000.0);
   return std::chrono::milliseconds(ms < 1 ? 1 : ms);
 }
@@ -116,9 +124,8 @@ std::set<std::string> parse_settings(
     line = trim(line.substr(0, line.find('#')));
     if (line.empty()) continue;
     try {
-      auto [key, value] = split_key_value(line);
-      std::ranges::transform(key, key.begin(),
-                             [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      auto [raw_key, value] = split_key_value(line);
+      const auto key = lower(raw_key);
       if (!seen.insert(key).second) throw ConfigError("key '" + key + "' is set twice");
       apply(key, value);
     } catch (const ConfigError& e) {

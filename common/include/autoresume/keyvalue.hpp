@@ -26,6 +26,14 @@ struct KeyValue {
 
 std::string_view trim(std::string_view text);
 
+// ASCII lower case, as keys and names are compared.
+std::string lower(std::string_view text);
+
+// Throws the ConfigError of a bad value: "invalid value 'VALUE' for KEY:
+// EXPECTED".
+[[noreturn]] void invalid_value(std::string_view key, std::string_view value,
+                                std::string_view expected);
+
 // Splits "key=value" (whitespace around both sides is dropped). Throws
 // ConfigError naming the token when '=' or the key is missing.
 KeyValue split_key_value(std::string_view token);
