@@ -1,4 +1,4 @@
-#include "store.hpp"
+#include "store/store.hpp"
 
 #include <catch2/catch.hpp>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "provider.hpp"
+#include "autoresume/process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,18 +17,6 @@ extern char** environ;
 namespace ar {
 
 namespace {
-
-std::string substitute(std::string word, const std::string& node) {
-  for (auto at = word.find("{node}"); at != std::string::npos; at = word.find("{node}", at))
-    word.replace(at, 6, node), at += node.size();
-  return word;
-}
-
-// The last lines of a command's output, for an error message.
-std::string tail(const std::string& output) {
-  constexpr std::size_t kKeep = 2000;
-  return output.size() <= kKeep ? output : "..." + output.substr(output.size() - kKeep);
-}
 
 std::atomic<bool> g_cancelled{false};
 
@@ -141,51 +129,6 @@ CommandResult run_command(const std::vector<std::string>& args, std::chrono::mil
     result.error = words[0] + " was killed by signal " + std::to_string(WTERMSIG(status));
   }
   return result;
-}
-
-std::string run_restart_command(const std::vector<std::string>& command, const std::string& node,
-                                std::chrono::milliseconds timeout) {
-  std::vector<std::string> words;
-  for (const auto& word : command) words.push_back(substitute(word, node));
-  const auto result = run_command(words, timeout);
-  if (result.status == 0) return "";
-  const auto how =
-      !result.error.empty() ? result.error : words[0] + " exited " + std::to_string(result.status);
-  return how + "; output: " + tail(result.output);
-}
-
-bool can_replace(const DaemonConfig& config) {
-  switch (config.provider) {
-    case ProviderKind::local:
-      return !config.local_restart_command.empty();
-    case ProviderKind::command:
-      return !config.provider_command.empty();
-    case ProviderKind::spares:
-      return !config.provider_command.empty() || !config.local_restart_command.empty();
-  }
-  return false;
-}
-
-std::string replace_node(const DaemonConfig& config, const std::string& node) {
-  switch (config.provider) {
-    case ProviderKind::local:
-      if (config.local_restart_command.empty())
-        return "provider=local has no local_restart_command";
-      return run_restart_command(config.local_restart_command, node, config.provider_timeout);
-    case ProviderKind::command:
-      return run_restart_command({config.provider_command.string(), "replace", "{node}"}, node,
-                                 config.provider_timeout);
-    case ProviderKind::spares:
-      // The failed node is replaced in the background, by the site's
-      // command if there is one, else by the local restart.
-      if (!config.provider_command.empty())
-        return run_restart_command({config.provider_command.string(), "replace", "{node}"}, node,
-                                   config.provider_timeout);
-      if (config.local_restart_command.empty())
-        return "provider=spares has neither provider_command nor local_restart_command";
-      return run_restart_command(config.local_restart_command, node, config.provider_timeout);
-  }
-  return "unknown provider";
 }
 
 }  // namespace ar

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "autoresume/protocol.hpp"
-#include "node_keeper.hpp"
+#include "nodes/node_keeper.hpp"
 #include "slurm_adapter.hpp"
-#include "store.hpp"
+#include "store/store.hpp"
 
 namespace ar {
 

@@ -1,4 +1,4 @@
-#include "node_keeper.hpp"
+#include "nodes/node_keeper.hpp"
 
 #include <fmt/core.h>
 
@@ -7,8 +7,8 @@
 
 #include "autoresume/resume.hpp"
 #include "log.hpp"
-#include "probe.hpp"
-#include "provider.hpp"
+#include "nodes/probe.hpp"
+#include "nodes/provider.hpp"
 
 namespace ar {
 

@@ -1,4 +1,4 @@
-#include "engine.hpp"
+#include "resume/engine.hpp"
 
 #include <fmt/core.h>
 
@@ -7,8 +7,8 @@
 
 #include "autoresume/resume.hpp"
 #include "log.hpp"
-#include "probe.hpp"
-#include "provider.hpp"
+#include "nodes/probe.hpp"
+#include "nodes/provider.hpp"
 
 namespace ar {
 

@@ -36,7 +36,7 @@
 
 #include "autoresume/daemon_config.hpp"
 #include "slurm_adapter.hpp"
-#include "store.hpp"
+#include "store/store.hpp"
 
 namespace ar {
 

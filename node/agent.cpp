@@ -33,9 +33,9 @@
 #include "autoresume/health_dcgm.hpp"
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/munge_cred.hpp"
+#include "autoresume/process.hpp"
 #include "autoresume/version.hpp"
 #include "node_name.hpp"
-#include "provider.hpp"
 #include "slurm_adapter.hpp"
 
 namespace {

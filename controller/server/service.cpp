@@ -1,4 +1,4 @@
-#include "service.hpp"
+#include "server/service.hpp"
 
 #include <fmt/core.h>
 

@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "autoresume/daemon_config.hpp"
-#include "node_keeper.hpp"
+#include "nodes/node_keeper.hpp"
 #include "slurm_adapter.hpp"
-#include "store.hpp"
+#include "store/store.hpp"
 
 namespace ar {
 

@@ -1,4 +1,4 @@
-#include "probe.hpp"
+#include "nodes/probe.hpp"
 
 #include <fcntl.h>
 #include <netdb.h>

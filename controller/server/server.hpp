@@ -9,8 +9,8 @@
 #include <string>
 
 #include "autoresume/endpoint.hpp"
-#include "net.hpp"
-#include "service.hpp"
+#include "server/net.hpp"
+#include "server/service.hpp"
 
 namespace ar {
 

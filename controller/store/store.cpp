@@ -1,4 +1,4 @@
-#include "store.hpp"
+#include "store/store.hpp"
 
 #include <algorithm>
 #include <chrono>

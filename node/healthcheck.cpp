@@ -37,9 +37,9 @@
 #include "autoresume/health_efa.hpp"
 #include "autoresume/health_neuron.hpp"
 #include "autoresume/keyvalue.hpp"
+#include "autoresume/process.hpp"
 #include "autoresume/version.hpp"
 #include "node_name.hpp"
-#include "provider.hpp"
 #include "slurm_adapter.hpp"
 
 namespace {

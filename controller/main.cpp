@@ -8,13 +8,13 @@
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/version.hpp"
-#include "engine.hpp"
 #include "log.hpp"
-#include "net.hpp"
-#include "server.hpp"
-#include "service.hpp"
+#include "resume/engine.hpp"
+#include "server/net.hpp"
+#include "server/server.hpp"
+#include "server/service.hpp"
 #include "slurm_adapter.hpp"
-#include "store.hpp"
+#include "store/store.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"auto-resumed: the slurm-auto-resume controller daemon", "auto-resumed"};
