@@ -6,16 +6,19 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "autoresume/client.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/munge_cred.hpp"
+#include "autoresume/protocol.hpp"
 #include "autoresume/version.hpp"
 
 namespace {
 
-using ar::proto::json;
+namespace proto = ar::proto;
 
 std::string env_or(const char* name, const char* fallback) {
   const char* value = std::getenv(name);
@@ -27,56 +30,143 @@ std::string format_time(std::int64_t unix_seconds) {
                      std::chrono::sys_seconds(std::chrono::seconds(unix_seconds)));
 }
 
-void print_steps(const json& result) {
-  const auto& steps = result.at("steps");
-  if (steps.empty()) {
+void print_hello(const proto::HelloReply& reply, const ar::Endpoint& endpoint) {
+  fmt::print("auto-resumed {} at {} (protocol {}), you are uid {}\n", reply.version, endpoint.str(),
+             reply.protocol, reply.uid);
+}
+
+void print_steps(const proto::StatusReply& reply) {
+  if (reply.steps.empty()) {
     fmt::print("no protected steps\n");
     return;
   }
   fmt::print("{:<10} {:<6} {:<24} {:>7} {:<12} {:<7} {:<20} {}\n", "JOB", "STEP", "RUN", "ATTEMPT",
              "STATE", "UID", "REGISTERED", "NODES");
   // A decided step shows its verdict; a repair, how far it got.
-  auto state = [](const json& s) {
-    const auto plain = s.at("state").get<std::string>();
-    if (plain == "decided") return s.value("verdict", plain);
-    const auto phase = s.value("phase", std::string());
-    return phase.empty() ? plain : plain + ":" + phase;
+  auto state = [](const proto::StatusReply::Step& s) {
+    if (s.state == "decided") return s.verdict.empty() ? s.state : s.verdict;
+    return s.phase.empty() ? s.state : s.state + ":" + s.phase;
   };
-  for (const auto& s : steps)
-    fmt::print("{:<10} {:<6} {:<24} {:>7} {:<12} {:<7} {:<20} {}\n", s.at("job_id").get<long>(),
-               s.at("step_id").get<long>(), s.at("run_id").get<std::string>(),
-               s.at("attempt").get<long>(), state(s), s.at("uid").get<long>(),
-               format_time(s.at("created_at").get<std::int64_t>()),
-               s.at("nodelist").get<std::string>());
+  for (const auto& s : reply.steps)
+    fmt::print("{:<10} {:<6} {:<24} {:>7} {:<12} {:<7} {:<20} {}\n", s.step.job_id, s.step.step_id,
+               s.step.run_id, s.step.attempt, state(s), s.uid, format_time(s.created_at),
+               s.step.nodelist);
 }
 
-void print_events(const json& result) {
-  for (const auto& e : result.at("events")) {
+void print_events(const proto::EventsReply& reply) {
+  for (const auto& e : reply.events) {
     // A step's events name its job and run; a node's, the node (or "-" for
     // the controller's own, such as a stall).
-    const auto node = e.value("node", std::string());
-    const auto run = e.at("run_id").get<std::string>();
-    const auto who = !run.empty() ? fmt::format("job {} {}", e.at("job_id").get<long>(), run)
-                                  : fmt::format("node {}", node.empty() ? "-" : node);
-    fmt::print("{} {} {}: {}\n", format_time(e.at("at").get<std::int64_t>()), who,
-               e.at("kind").get<std::string>(), e.at("detail").get<std::string>());
+    const auto who = !e.run_id.empty() ? fmt::format("job {} {}", e.job_id, e.run_id)
+                                       : fmt::format("node {}", e.node.empty() ? "-" : e.node);
+    fmt::print("{} {} {}: {}\n", format_time(e.at), who, e.kind, e.detail);
   }
 }
 
-void print_nodes(const json& result) {
-  const auto& repairs = result.at("replacements");
-  if (repairs.empty()) fmt::print("no node is being replaced\n");
-  for (const auto& r : repairs)
-    fmt::print(
-        "{} {} ({}, {} provider tries, since {}): {}{}\n", r.at("node").get<std::string>(),
-        r.at("state").get<std::string>(), r.at("mode").get<std::string>(),
-        r.at("attempts").get<long>(), format_time(r.at("started_at").get<std::int64_t>()),
-        r.at("reason").get<std::string>(),
-        r.at("detail").get<std::string>().empty() ? "" : " - " + r.at("detail").get<std::string>());
-  const auto& heard = result.at("heartbeats");
-  if (heard.empty()) fmt::print("no node agent heard from\n");
-  for (const auto& [node, age] : heard.items())
-    fmt::print("{}: last heartbeat {:.1f} s ago\n", node, age.get<double>());
+void print_nodes(const proto::NodesReply& reply) {
+  if (reply.replacements.empty()) fmt::print("no node is being replaced\n");
+  for (const auto& r : reply.replacements)
+    fmt::print("{} {} ({}, {} provider tries, since {}): {}{}\n", r.node, r.state, r.mode,
+               r.attempts, format_time(r.started_at), r.reason,
+               r.detail.empty() ? "" : " - " + r.detail);
+  if (reply.heartbeats.empty()) fmt::print("no node agent heard from\n");
+  for (const auto& [node, age] : reply.heartbeats)
+    fmt::print("{}: last heartbeat {:.1f} s ago\n", node, age);
+}
+
+// The controller refused a request; says so as "the controller refused OP: CODE: MESSAGE".
+class Refused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Controller {
+  ar::Endpoint endpoint;
+  std::chrono::milliseconds timeout;
+  std::string munge_socket;
+  bool as_json = false;  // print the reply as JSON rather than in words
+};
+
+// Sends `request`; prints the typed reply as JSON, or with `print`.
+template <typename Request, typename Print>
+void ask(const Controller& controller, const Request& request, Print&& print) {
+  const auto reply = ar::call_controller(
+      controller.endpoint, controller.timeout, Request::kOp,
+      ar::munge_encode_credential(controller.munge_socket, ar::credential_payload(Request::kOp)),
+      request.to_json());
+  if (!reply.ok)
+    throw Refused(
+        fmt::format("the controller refused {}: {}: {}", Request::kOp, reply.code, reply.message));
+  const auto result = Request::Reply::from_json(reply.result);
+  if (controller.as_json)
+    fmt::print("{}\n", result.to_json().dump(2));
+  else
+    print(result);
+}
+
+// The subcommands that ask the controller, and their options.
+struct Commands {
+  CLI::App* hello = nullptr;
+  CLI::App* status = nullptr;
+  std::uint32_t job_filter = 0;
+  CLI::App* events = nullptr;
+  std::string since;
+  CLI::App* replace = nullptr;
+  std::string replace_node;
+  bool replace_now = false;
+  bool replace_force = false;
+  CLI::App* nodes = nullptr;
+};
+
+void add_commands(CLI::App& app, Commands& c) {
+  c.hello = app.add_subcommand("hello", "Check that the controller answers, and as whom");
+  c.status = app.add_subcommand("status", "List protected steps (yours; all for root)");
+  c.status->add_option("--job", c.job_filter, "Only this job");
+  c.events = app.add_subcommand("events", "List what the controller did");
+  c.events->add_option("--since", c.since,
+                       "Only events from then on: Unix seconds, a UTC time "
+                       "(2026-11-29T14:05:00Z) or an age (90s, 10m, 2h, 1d)");
+  c.replace = app.add_subcommand(
+      "replace",
+      "Replace a node (root): FAIL it, let its jobs finish, have the provider replace it");
+  c.replace->add_option("NODE", c.replace_node, "The node, as slurm.conf names it")->required();
+  auto* now_flag = c.replace->add_flag("--now", c.replace_now,
+                                       "Resume the auto-resume steps on it elsewhere at once");
+  c.replace
+      ->add_flag("--force", c.replace_force,
+                 "Also kill the other jobs on it (after its auto-resume steps moved)")
+      ->excludes(now_flag);
+  c.nodes =
+      app.add_subcommand("nodes", "Node replacements under way and node agents' heartbeats (root)");
+}
+
+// Asks what the parsed subcommand asks, and prints the answer.
+void run(const Controller& controller, const Commands& c) {
+  if (c.hello->parsed())
+    ask(controller, proto::HelloRequest{},
+        [&](const proto::HelloReply& reply) { print_hello(reply, controller.endpoint); });
+  if (c.status->parsed()) {
+    proto::StatusRequest request;
+    if (c.job_filter != 0) request.job_id = c.job_filter;
+    ask(controller, request, print_steps);
+  }
+  if (c.events->parsed()) {
+    proto::EventsRequest request;
+    if (!c.since.empty())
+      request.since = ar::parse_since("--since", c.since,
+                                      std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+    ask(controller, request, print_events);
+  }
+  if (c.replace->parsed()) {
+    const auto mode = c.replace_force ? proto::ReplaceMode::force
+                      : c.replace_now ? proto::ReplaceMode::now
+                                      : proto::ReplaceMode::wait;
+    ask(controller, proto::ReplaceRequest{c.replace_node, mode},
+        [](const proto::ReplaceReply& reply) { fmt::print("{}\n", reply.message); });
+  }
+  if (c.nodes->parsed()) ask(controller, proto::NodesRequest{}, print_nodes);
 }
 
 }  // namespace
@@ -104,31 +194,8 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand("check-config", "Validate a controller configuration file");
   std::string config_file;
   check->add_option("FILE", config_file, "Configuration file")->required();
-
-  auto* hello = app.add_subcommand("hello", "Check that the controller answers, and as whom");
-  auto* status = app.add_subcommand("status", "List protected steps (yours; all for root)");
-  std::uint32_t job_filter = 0;
-  status->add_option("--job", job_filter, "Only this job");
-  auto* events = app.add_subcommand("events", "List what the controller did");
-  std::string since;
-  events->add_option("--since", since,
-                     "Only events from then on: Unix seconds, a UTC time "
-                     "(2026-11-29T14:05:00Z) or an age (90s, 10m, 2h, 1d)");
-  auto* replace = app.add_subcommand(
-      "replace",
-      "Replace a node (root): FAIL it, let its jobs finish, have the provider replace it");
-  std::string replace_node;
-  bool replace_now = false;
-  bool replace_force = false;
-  replace->add_option("NODE", replace_node, "The node, as slurm.conf names it")->required();
-  auto* now_flag = replace->add_flag("--now", replace_now,
-                                     "Resume the auto-resume steps on it elsewhere at once");
-  replace
-      ->add_flag("--force", replace_force,
-                 "Also kill the other jobs on it (after its auto-resume steps moved)")
-      ->excludes(now_flag);
-  auto* nodes =
-      app.add_subcommand("nodes", "Node replacements under way and node agents' heartbeats (root)");
+  Commands commands;
+  add_commands(app, commands);
 
   CLI11_PARSE(app, argc, argv);
 
@@ -137,55 +204,14 @@ int main(int argc, char** argv) {
       fmt::print("{}", ar::render(ar::load_daemon_config(config_file)));
       return 0;
     }
-    const auto endpoint = ar::parse_endpoint("--controller", controller);
-    const auto timeout = std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000));
-    json fields = json::object();
-    std::string op;
-    if (hello->parsed()) op = "hello";
-    if (status->parsed()) {
-      op = "status";
-      if (job_filter != 0) fields["job_id"] = job_filter;
-    }
-    if (events->parsed()) {
-      op = "events";
-      if (!since.empty())
-        fields["since"] = ar::parse_since("--since", since,
-                                          std::chrono::duration_cast<std::chrono::seconds>(
-                                              std::chrono::system_clock::now().time_since_epoch())
-                                              .count());
-    }
-    if (replace->parsed()) {
-      op = "replace";
-      fields = {{"node", replace_node},
-                {"mode", replace_force ? "force"
-                         : replace_now ? "now"
-                                       : "wait"}};
-    }
-    if (nodes->parsed()) op = "nodes";
-    const auto reply = ar::call_controller(
-        endpoint, timeout, op,
-        ar::munge_encode_credential(munge_socket, ar::credential_payload(op)), std::move(fields));
-    if (!reply.ok) {
-      fmt::print(stderr, "auto-resume: the controller refused {}: {}: {}\n", op, reply.code,
-                 reply.message);
-      return 1;
-    }
-    if (as_json) {
-      fmt::print("{}\n", reply.result.dump(2));
-    } else if (op == "hello") {
-      fmt::print("auto-resumed {} at {} (protocol {}), you are uid {}\n",
-                 reply.result.at("version").get<std::string>(), endpoint.str(),
-                 reply.result.at("protocol").get<int>(), reply.result.at("uid").get<long>());
-    } else if (op == "status") {
-      print_steps(reply.result);
-    } else if (op == "replace") {
-      fmt::print("{}\n", reply.result.at("message").get<std::string>());
-    } else if (op == "nodes") {
-      print_nodes(reply.result);
-    } else {
-      print_events(reply.result);
-    }
+    run({ar::parse_endpoint("--controller", controller),
+         std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000)), munge_socket,
+         as_json},
+        commands);
   } catch (const ar::ConfigError& e) {
+    fmt::print(stderr, "auto-resume: {}\n", e.what());
+    return 1;
+  } catch (const Refused& e) {
     fmt::print(stderr, "auto-resume: {}\n", e.what());
     return 1;
   } catch (const ar::ClientError& e) {

@@ -8,12 +8,13 @@
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/version.hpp"
+#include "libslurm.hpp"
 #include "log.hpp"
+#include "nodes/probe.hpp"
 #include "resume/engine.hpp"
 #include "server/net.hpp"
 #include "server/server.hpp"
 #include "server/service.hpp"
-#include "slurm_adapter.hpp"
 #include "store/store.hpp"
 
 int main(int argc, char** argv) {
@@ -41,9 +42,13 @@ int main(int argc, char** argv) {
 
   try {
     ar::slurm::init();
-    ar::Store store(config.state_dir);
-    ar::NodeKeeper keeper(store, config);
-    ar::Engine engine(store, config, keeper);
+    ar::slurm::LibSlurm slurm;
+    const auto& clock = ar::system_clock();
+    ar::TcpProber prober;
+    ar::ProcessRunner runner;
+    ar::Store store(config.state_dir, clock);
+    ar::NodeKeeper keeper(store, config, slurm, clock, prober, runner);
+    ar::Engine engine(store, config, keeper, slurm, clock, prober);
     ar::Service service(
         store, ar::slurm::load_job, ar::slurm::slurm_user_uid, ar::slurm::cancel_job,
         [&engine] { engine.wake(); }, &keeper);

@@ -34,6 +34,7 @@
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/munge_cred.hpp"
 #include "autoresume/process.hpp"
+#include "autoresume/protocol.hpp"
 #include "autoresume/version.hpp"
 #include "node_name.hpp"
 #include "slurm_adapter.hpp"
@@ -51,6 +52,29 @@ void log_line(const std::string& text) {
 }
 
 std::atomic<bool> g_stopping{false};
+
+// One line of `dcgmi policy --reg`'s output: a violation marks the node
+// FAIL (once for the same violation: `last_mark`); an application's XID or
+// dcgmi's own error is logged.
+void on_policy_line(ar::health::DcgmPolicyListener& listener, const std::string& line,
+                    const std::string& node, std::string& last_mark) {
+  const auto result = listener.feed(line);
+  if (!result) return;
+  if (result->status != ar::health::Status::fail || result->detail.starts_with("dcgmi policy: ")) {
+    // An application's XID, or dcgmi's own error (it exits; started again).
+    log_line(fmt::format("dcgm: {}", result->detail));
+    return;
+  }
+  const auto reason = ar::health::node_reason(*result, ar::health::Action::replace);
+  if (reason == last_mark) return;  // the same violation again
+  try {
+    ar::slurm::set_node_fail(node, reason);
+    last_mark = reason;
+    log_line(fmt::format("dcgm: marked {} FAIL: {}", node, reason));
+  } catch (const std::exception& e) {
+    log_line(fmt::format("dcgm: cannot mark {} ({}): {}", node, reason, e.what()));
+  }
+}
 
 // Runs `dcgmi policy [-g GROUP] --reg` and feeds its lines to the listener
 // until the agent stops; a dcgmi that exits (no host engine yet, a restart
@@ -87,23 +111,7 @@ void listen_to_dcgm(const std::string& dcgmi, const std::string& group, const st
         for (auto end = pending.find('\n'); end != std::string::npos; end = pending.find('\n')) {
           const auto line = pending.substr(0, end);
           pending.erase(0, end + 1);
-          const auto result = listener.feed(line);
-          if (!result) continue;
-          if (result->status != ar::health::Status::fail ||
-              result->detail.starts_with("dcgmi policy: ")) {
-            // An application's XID, or dcgmi's own error (it exits; started again).
-            log_line(fmt::format("dcgm: {}", result->detail));
-            continue;
-          }
-          const auto reason = ar::health::node_reason(*result, ar::health::Action::replace);
-          if (reason == last_mark) continue;  // the same violation again
-          try {
-            ar::slurm::set_node_fail(node, reason);
-            last_mark = reason;
-            log_line(fmt::format("dcgm: marked {} FAIL: {}", node, reason));
-          } catch (const std::exception& e) {
-            log_line(fmt::format("dcgm: cannot mark {} ({}): {}", node, reason, e.what()));
-          }
+          on_policy_line(listener, line, node, last_mark);
         }
       }
       // dcgmi unregisters on SIGTERM; one that does not end within 2 s is killed.
@@ -123,82 +131,56 @@ void listen_to_dcgm(const std::string& dcgmi, const std::string& group, const st
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"auto-resume-agent: send this node's heartbeat to auto-resumed",
-               "auto-resume-agent"};
+// What the command line asks for.
+struct Options {
   std::string controller = env_or("AUTO_RESUME_CONTROLLER", "127.0.0.1:7860");
   std::string munge_socket = env_or("AUTO_RESUME_MUNGE_SOCKET", "");
   std::string node = ar::this_node_name();
   double interval_s = 2;
-  app.add_option("--controller", controller,
+  bool dcgm_policy = false;
+  std::string dcgm_group;
+  std::string dcgmi = "dcgmi";
+};
+
+// The command line's options, bound to `options` (which must stay put).
+void add_options(CLI::App& app, Options& options) {
+  app.add_option("--controller", options.controller,
                  "auto-resumed's HOST:PORT (env AUTO_RESUME_CONTROLLER)")
       ->capture_default_str();
-  app.add_option("--munge-socket", munge_socket,
+  app.add_option("--munge-socket", options.munge_socket,
                  "munged's socket (env AUTO_RESUME_MUNGE_SOCKET; default: munge's own)");
-  app.add_option("--node", node, "This node's name in slurm.conf")->capture_default_str();
-  app.add_option("--interval", interval_s,
+  app.add_option("--node", options.node, "This node's name in slurm.conf")->capture_default_str();
+  app.add_option("--interval", options.interval_s,
                  "Seconds between heartbeats (keep it well under the controller's "
                  "heartbeat_timeout)")
       ->check(CLI::Range(0.1, 60.0))
       ->capture_default_str();
-  bool dcgm_policy = false;
-  std::string dcgm_group;
-  std::string dcgmi = "dcgmi";
-  app.add_flag("--dcgm-policy", dcgm_policy,
+  app.add_flag("--dcgm-policy", options.dcgm_policy,
                "Listen to DCGM's policy violations (dcgmi policy --reg) and mark the node FAIL "
                "on one (set the policy first: dcgmi policy --set ...)");
-  app.add_option("--dcgm-group", dcgm_group,
+  app.add_option("--dcgm-group", options.dcgm_group,
                  "The DCGM group whose policy is watched (default: "
                  "dcgmi's default group, all GPUs)");
-  app.add_option("--dcgmi", dcgmi, "The dcgmi to run")->capture_default_str();
+  app.add_option("--dcgmi", options.dcgmi, "The dcgmi to run")->capture_default_str();
   app.set_version_flag("-V,--version", std::string("auto-resume-agent ") + ar::kVersion);
-  CLI11_PARSE(app, argc, argv);
+}
 
-  ar::Endpoint endpoint;
-  try {
-    endpoint = ar::parse_endpoint("--controller", controller);
-  } catch (const ar::ConfigError& e) {
-    fmt::print(stderr, "auto-resume-agent: {}\n", e.what());
-    return 2;
-  }
-  if (dcgm_policy) {
-    try {
-      ar::slurm::init();  // marks go to slurmctld directly
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "auto-resume-agent: {}\n", e.what());
-      return 2;
-    }
-  }
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGHUP);
-  sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
-
-  const auto interval = std::chrono::milliseconds(static_cast<long>(interval_s * 1000));
+// Sends a heartbeat every interval until one of `stop_signals` (blocked)
+// arrives, then a goodbye: the signal. A failure is said when it starts and
+// when it ends, not every interval.
+int send_heartbeats(const Options& options, const ar::Endpoint& endpoint,
+                    const sigset_t& stop_signals) {
+  const auto interval = std::chrono::milliseconds(static_cast<long>(options.interval_s * 1000));
   const auto timeout = std::max(interval, std::chrono::milliseconds{1000});
   auto send = [&](bool stopping) {
-    ar::proto::json fields = {{"node", node}};
-    if (stopping) fields["stopping"] = true;
+    using Request = ar::proto::HeartbeatRequest;
     const auto reply = ar::call_controller(
-        endpoint, timeout, "heartbeat",
-        ar::munge_encode_credential(munge_socket, ar::credential_payload("heartbeat")),
-        std::move(fields));
+        endpoint, timeout, Request::kOp,
+        ar::munge_encode_credential(options.munge_socket, ar::credential_payload(Request::kOp)),
+        Request{options.node, stopping}.to_json());
     if (!reply.ok) throw std::runtime_error(reply.code + ": " + reply.message);
+    Request::Reply::from_json(reply.result);
   };
-  log_line(fmt::format("{} sends heartbeats for {} to {} every {} s", ar::kVersion, node,
-                       endpoint.str(), interval_s));
-  std::thread dcgm;
-  if (dcgm_policy) dcgm = std::thread(listen_to_dcgm, dcgmi, dcgm_group, node);
-  auto finish = [&](int status) {
-    g_stopping.store(true);
-    if (dcgm.joinable()) dcgm.join();
-    return status;
-  };
-  // A failure is said when it starts and when it ends, not every interval.
   std::string last_error;
   for (;;) {
     try {
@@ -219,8 +201,50 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         log_line(fmt::format("goodbye not taken: {}", e.what()));
       }
-      log_line(fmt::format("signal {}: stopped", signal));
-      return finish(0);
+      return signal;
     }
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"auto-resume-agent: send this node's heartbeat to auto-resumed",
+               "auto-resume-agent"};
+  Options options;
+  add_options(app, options);
+  CLI11_PARSE(app, argc, argv);
+
+  ar::Endpoint endpoint;
+  try {
+    endpoint = ar::parse_endpoint("--controller", options.controller);
+  } catch (const ar::ConfigError& e) {
+    fmt::print(stderr, "auto-resume-agent: {}\n", e.what());
+    return 2;
+  }
+  if (options.dcgm_policy) {
+    try {
+      ar::slurm::init();  // marks go to slurmctld directly
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "auto-resume-agent: {}\n", e.what());
+      return 2;
+    }
+  }
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
+  sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  log_line(fmt::format("{} sends heartbeats for {} to {} every {} s", ar::kVersion, options.node,
+                       endpoint.str(), options.interval_s));
+  std::thread dcgm;
+  if (options.dcgm_policy)
+    dcgm = std::thread(listen_to_dcgm, options.dcgmi, options.dcgm_group, options.node);
+  const int signal = send_heartbeats(options, endpoint, stop_signals);
+  log_line(fmt::format("signal {}: stopped", signal));
+  g_stopping.store(true);
+  if (dcgm.joinable()) dcgm.join();
+  return 0;
 }

@@ -20,9 +20,6 @@ namespace {
 
 std::string text(const char* s) { return s != nullptr ? s : ""; }
 
-using Hostlist =
-    std::unique_ptr<std::remove_pointer_t<hostlist_t>, decltype(&slurm_hostlist_destroy)>;
-
 }  // namespace
 
 // Exported by libslurm though not declared in its headers.
@@ -284,27 +281,6 @@ void cancel_job(std::uint32_t job_id) {
   const int error = slurm_get_errno();
   if (error == ESLURM_ALREADY_DONE || error == ESLURM_INVALID_JOB_ID) return;
   fail("cannot cancel job " + std::to_string(job_id));
-}
-
-std::vector<std::string> expand_hostlist(const std::string& expression) {
-  Hostlist list(slurm_hostlist_create(expression.c_str()), &slurm_hostlist_destroy);
-  if (!list) throw SlurmError("cannot parse the node list '" + expression + "'", 0);
-  std::vector<std::string> hosts;
-  while (char* host = slurm_hostlist_shift(list.get())) {
-    hosts.emplace_back(host);
-    std::free(host);
-  }
-  return hosts;
-}
-
-std::string compress_hostlist(const std::vector<std::string>& hosts) {
-  Hostlist list(slurm_hostlist_create(""), &slurm_hostlist_destroy);
-  if (!list) throw SlurmError("cannot make a node list", 0);
-  for (const auto& host : hosts) slurm_hostlist_push_host(list.get(), host.c_str());
-  char* ranged = slurm_hostlist_ranged_string_malloc(list.get());
-  std::string out = text(ranged);
-  std::free(ranged);
-  return out;
 }
 
 void set_node_drain(const std::string& node, const std::string& reason) {

@@ -8,67 +8,13 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "hostlist.hpp"  // expand_hostlist, compress_hostlist
+#include "slurm_api.hpp"
+
 namespace ar::slurm {
-
-// A libslurm call failed; `errno_value` is Slurm's error number.
-class SlurmError : public std::runtime_error {
- public:
-  SlurmError(const std::string& what, int errno_value)
-      : std::runtime_error(what), errno_value_(errno_value) {}
-  int errno_value() const { return errno_value_; }
-
- private:
-  int errno_value_;
-};
-
-struct JobInfo {
-  std::uint32_t job_id = 0;
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::string state;  // e.g. RUNNING, PENDING, COMPLETED
-  bool running = false;
-  bool pending = false;
-  bool suspended = false;
-  std::string reason;  // why it is pending, if it is
-  std::string nodes;   // Slurm's compressed list
-  std::vector<std::string> hosts;
-  std::string batch_host;  // empty for a salloc job
-  bool batch = false;
-  std::string name;
-  std::string partition;
-  std::string qos;
-  std::string account;
-  std::string features;
-  bool exclusive = false;
-  bool has_gres = false;      // GRES allocated: Slurm refuses to resize the job
-  bool requeue = false;       // may be requeued (not --no-requeue)
-  std::int64_t end_time = 0;  // unix seconds; 0 when unknown
-  std::uint32_t restart_count = 0;
-  std::uint32_t num_nodes = 0;
-  std::uint32_t cpus_per_node = 0;    // the job's CPUs over its nodes, rounded up
-  std::uint64_t memory_per_node = 0;  // Slurm's pn_min_memory, as the job asked
-  bool heterogeneous = false;
-};
-
-struct NodeInfo {
-  std::string name;
-  std::string address;  // NodeAddr
-  std::uint16_t port = 0;
-  bool down = false;
-  bool idle = false;
-  bool fail = false;
-  bool drain = false;
-  bool not_responding = false;
-  bool completing = false;
-  bool allocated = false;  // jobs run on it (ALLOCATED or MIXED)
-  std::string reason;
-  std::int64_t slurmd_start_time = 0;  // tells one instance of a node from the next
-  std::string gres;                    // configured, e.g. gpu:8
-};
 
 // The nodes of a partition (empty if there is no such partition).
 std::vector<std::string> partition_nodes(const std::string& partition);
@@ -133,10 +79,6 @@ void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id);
 std::vector<std::uint32_t> live_jobs_named(const std::string& name);
 // Cancels a job (a helper that is no longer wanted); one already gone is fine.
 void cancel_job(std::uint32_t job_id);
-
-// Hostlist expressions, with libslurm's own parser.
-std::vector<std::string> expand_hostlist(const std::string& expression);
-std::string compress_hostlist(const std::vector<std::string>& hosts);
 
 // DRAIN with a reason (a drain-only health check's "Action:Drain <check>:
 // ..."): no new jobs; not a node fault, so running jobs go on.

@@ -5,8 +5,9 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 }
 
-#include <memory>
 #include <stdexcept>
+
+#include "hostlist.hpp"
 
 namespace ar::spank {
 
@@ -14,18 +15,6 @@ namespace {
 
 [[noreturn]] void fail(const std::string& what) {
   throw std::runtime_error(what + ": " + slurm_strerror(slurm_get_errno()));
-}
-
-std::vector<std::string> expand(const std::string& nodelist) {
-  std::unique_ptr<std::remove_pointer_t<hostlist_t>, decltype(&slurm_hostlist_destroy)> list(
-      slurm_hostlist_create(nodelist.c_str()), &slurm_hostlist_destroy);
-  if (!list) throw std::runtime_error("cannot parse the node list '" + nodelist + "'");
-  std::vector<std::string> hosts;
-  while (char* host = slurm_hostlist_shift(list.get())) {
-    hosts.emplace_back(host);
-    std::free(host);
-  }
-  return hosts;
 }
 
 std::string node_address(const std::string& name) {
@@ -52,7 +41,7 @@ Allocation load_allocation(std::uint32_t job_id) {
   slurm_free_job_info_msg(msg);
   if (allocation.nodelist.empty())
     throw std::runtime_error("job " + std::to_string(job_id) + " has no nodes");
-  allocation.hosts = expand(allocation.nodelist);
+  allocation.hosts = slurm::expand_hostlist(allocation.nodelist);
   if (allocation.hosts.empty())
     throw std::runtime_error("the node list '" + allocation.nodelist + "' is empty");
   allocation.first_address = node_address(allocation.hosts.front());

@@ -80,16 +80,20 @@ std::string new_run_id(std::uint32_t job_id, std::uint32_t step_id) {
 
 // Registers the step; returns nothing on success, or why it is unprotected.
 std::optional<std::string> register_step(const PluginConfig& config,
-                                         const proto::StepRegistration& step) {
+                                         const proto::RegisterRequest& step) {
+  const auto where = "the controller at " + config.controller.str();
   try {
-    const auto cred = munge_encode_credential(config.munge_socket, credential_payload("register"));
-    const auto reply = call_controller(config.controller, config.connect_timeout, "register", cred,
-                                       step.to_json());
-    if (reply.ok) return std::nullopt;
-    return "the controller at " + config.controller.str() + " refused it (" + reply.code + ": " +
-           reply.message + ")";
+    const auto cred = munge_encode_credential(config.munge_socket,
+                                              credential_payload(proto::RegisterRequest::kOp));
+    const auto reply = call_controller(config.controller, config.connect_timeout,
+                                       proto::RegisterRequest::kOp, cred, step.to_json());
+    if (!reply.ok) return where + " refused it (" + reply.code + ": " + reply.message + ")";
+    proto::RegisterReply::from_json(reply.result);  // only that it is well-formed matters
+    return std::nullopt;
   } catch (const ClientError& e) {
-    return "the controller at " + config.controller.str() + " cannot be reached (" + e.what() + ")";
+    return where + " cannot be reached (" + e.what() + ")";
+  } catch (const proto::ProtocolError& e) {
+    return where + " sent a malformed reply (" + e.what() + ")";
   } catch (const MungeError& e) {
     return std::string("no munge credential (") + e.what() + ")";
   }
@@ -122,7 +126,7 @@ int local_user_init(spank_t sp) {
     return ESPANK_SUCCESS;
   }
 
-  proto::StepRegistration step;
+  proto::RegisterRequest step;
   if (spank_get_item(sp, S_JOB_ID, &step.job_id) != ESPANK_SUCCESS ||
       spank_get_item(sp, S_JOB_STEPID, &step.step_id) != ESPANK_SUCCESS) {
     slurm_error("%s: cannot read this step's job and step id", kTag);

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -53,29 +54,22 @@ __attribute__((format(printf, 1, 2))) void say(const char* format, ...) {
   va_end(args);
 }
 
-struct Answer {
-  Verdict verdict = Verdict::wait;
-  std::string message;
-  proto::json relaunch;
-};
-
-Answer ask(const PluginConfig& config, const std::string& op, proto::json fields) {
-  const auto cred = munge_encode_credential(config.munge_socket, credential_payload(op));
-  const auto reply =
-      call_controller(config.controller, config.connect_timeout, op, cred, std::move(fields));
+// Sends `request`; the controller's typed reply. Throws ClientError (with a
+// refusal's code and message), ProtocolError (a malformed reply) or
+// MungeError.
+template <typename Request>
+typename Request::Reply ask(const PluginConfig& config, const Request& request) {
+  const auto cred = munge_encode_credential(config.munge_socket, credential_payload(Request::kOp));
+  const auto reply = call_controller(config.controller, config.connect_timeout, Request::kOp, cred,
+                                     request.to_json());
   if (!reply.ok) throw ClientError(reply.code + ": " + reply.message);
-  Answer answer;
-  const auto verdict = parse_verdict(reply.result.value("verdict", std::string()));
-  if (!verdict)
-    throw ClientError("the controller answered an unknown verdict: " + reply.result.dump());
-  answer.verdict = *verdict;
-  answer.message = reply.result.value("message", std::string());
-  answer.relaunch = reply.result.value("relaunch", proto::json::object());
-  return answer;
+  return Request::Reply::from_json(reply.result);
 }
 
-proto::json step_fields(const ProtectedStep& step, bool ended) {
-  return {{"run_id", step.run_id}, {"attempt", step.attempt}, {"ended", ended}};
+using Answer = proto::VerdictReply;
+
+Answer ask_verdict(const PluginConfig& config, const ProtectedStep& step, bool ended) {
+  return ask(config, proto::VerdictRequest{step.run_id, step.attempt, ended});
 }
 
 // Marks every descriptor above 2 close-on-exec: closing them outright
@@ -120,13 +114,14 @@ std::vector<std::string> relaunch_environment(const ProtectedStep& step,
 
 // Executes srun again for the next attempt; returns only if that failed,
 // with srun as it was.
-void relaunch(const ProtectedStep& step, const proto::json& plan) {
-  const auto nodelist = plan.value("nodelist", std::string());
-  const auto nodes = std::to_string(plan.value("num_nodes", 0U));
-  if (nodelist.empty() || nodes == "0") {
-    say("cannot relaunch: the controller sent no node list (%s)", plan.dump().c_str());
+void relaunch(const ProtectedStep& step, const std::optional<Answer::Relaunch>& plan) {
+  if (!plan || plan->nodelist.empty() || plan->num_nodes == 0) {
+    say("cannot relaunch: the controller sent no node list (%s)",
+        plan ? plan->to_json().dump().c_str() : "{}");
     return;
   }
+  const auto& nodelist = plan->nodelist;
+  const auto nodes = std::to_string(plan->num_nodes);
   const auto env_text = relaunch_environment(step, nodelist, nodes);
   std::vector<char*> envp;
   for (const auto& entry : env_text) envp.push_back(const_cast<char*>(entry.c_str()));
@@ -208,7 +203,7 @@ class VerdictWatcher {
         if (wakeup_.wait_for(lock, kRunningPoll, [this] { return stopping_; })) return;
       }
       try {
-        const auto answer = ask(config_, "verdict", step_fields(step_, false));
+        const auto answer = ask_verdict(config_, step_, false);
         if (answer.verdict == Verdict::relaunch) {
           relaunch(step_, answer.relaunch);
           return;  // failed: the exit hook tells the rest
@@ -260,9 +255,7 @@ int local_exit() {
                                (name != nullptr ? std::string("SIG") + name : "a signal") +
                                " while waiting for the verdict";
     try {
-      auto fields = step_fields(step, true);
-      fields["reason"] = reason;
-      ask(st.config, "cancel", fields);
+      ask(st.config, proto::CancelRequest{step.run_id, step.attempt, reason});
     } catch (const std::exception& e) {
       say("could not tell the controller (%s)", e.what());
     }
@@ -278,7 +271,7 @@ int local_exit() {
   bool said_unreachable = false;
   for (;;) {
     try {
-      const auto answer = ask(st.config, "verdict", step_fields(step, true));
+      const auto answer = ask_verdict(st.config, step, true);
       last_answer = std::chrono::steady_clock::now();
       said_unreachable = false;
       if (answer.verdict == Verdict::relaunch) {

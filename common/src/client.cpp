@@ -1,103 +1,42 @@
 #include "autoresume/client.hpp"
 
-#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <memory>
+
+#include "autoresume/connect.hpp"
 
 namespace ar {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = net::Clock;
 
 // What the helpers below say at the deadline; call_controller adds the timeout.
-constexpr std::string_view kTimedOut = "timed out";
+constexpr std::string_view kTimedOut = net::kTimedOut;
 
-struct AddrInfoDeleter {
-  void operator()(addrinfo* info) const { freeaddrinfo(info); }
-};
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept {
-    reset(other.release());
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(-1); }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
+using net::Fd;
 
 // Waits until `fd` is ready for `events` or the deadline passes; returns
 // false on timeout. Throws on poll errors.
 bool wait_for(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    pollfd pfd{fd, events, 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(left));
-    if (ready > 0) return true;
-    if (ready == 0) return false;
-    if (errno != EINTR) throw ClientError(std::strerror(errno));
-  }
+  pollfd pfd{fd, events, 0};
+  const int ready = net::wait_until({&pfd, 1}, deadline);
+  if (ready < 0) throw ClientError(std::strerror(errno));
+  return ready > 0;
 }
 
-// One address: a connected non-blocking socket, or the reason it failed.
-Fd try_connect(const addrinfo& addr, Clock::time_point deadline, std::string& error) {
-  Fd sock(
-      socket(addr.ai_family, addr.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, addr.ai_protocol));
-  if (sock.get() < 0) {
-    error = std::strerror(errno);
-    return Fd();
-  }
-  if (connect(sock.get(), addr.ai_addr, addr.ai_addrlen) == 0) return sock;
-  if (errno != EINPROGRESS) {
-    error = std::strerror(errno);
-    return Fd();
-  }
-  if (!wait_for(sock.get(), POLLOUT, deadline)) {
-    error = kTimedOut;
-    return Fd();
-  }
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (getsockopt(sock.get(), SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
-  if (err != 0) {
-    error = std::strerror(err);
-    return Fd();
-  }
-  return sock;
-}
-
+// A connected non-blocking socket to one of the endpoint's addresses, tried
+// in turn; the last one's failure if none connects.
 Fd connect_tcp(const Endpoint& endpoint, Clock::time_point deadline) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* raw = nullptr;
-  const auto port = std::to_string(endpoint.port);
-  if (const int rc = getaddrinfo(endpoint.host.c_str(), port.c_str(), &hints, &raw); rc != 0)
-    throw ClientError(std::string("cannot resolve host: ") + gai_strerror(rc));
-  std::unique_ptr<addrinfo, AddrInfoDeleter> list(raw);
-  std::string error = "no address";
-  for (const addrinfo* addr = list.get(); addr != nullptr; addr = addr->ai_next) {
-    if (auto sock = try_connect(*addr, deadline, error); sock.get() >= 0) return sock;
+  std::string error;
+  const auto addresses = net::resolve(endpoint.host, endpoint.port, error);
+  if (!addresses) throw ClientError("cannot resolve host: " + error);
+  error = "no address";
+  for (const addrinfo* addr = addresses.get(); addr != nullptr; addr = addr->ai_next) {
+    if (auto sock = net::connect_by(*addr, deadline, error); sock.valid()) return sock;
   }
   throw ClientError(error);
 }

@@ -1,5 +1,8 @@
 #include "autoresume/protocol.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 namespace ar::proto {
 
 namespace {
@@ -10,6 +13,117 @@ namespace {
 
 std::string line_of(json reply) {
   return reply.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+std::string named(const char* field) { return std::string("field '") + field + "'"; }
+
+const json& required(const json& body, const char* field) {
+  const auto it = body.find(field);
+  if (it == body.end()) bad(std::string("missing field '") + field + "'");
+  return *it;
+}
+
+std::string get_string(const json& body, const char* field, std::size_t max_len = 4096) {
+  const auto& value = required(body, field);
+  if (!value.is_string()) bad(named(field) + " must be a string");
+  auto text = value.get<std::string>();
+  if (text.size() > max_len)
+    bad(named(field) + " is longer than " + std::to_string(max_len) + " bytes");
+  return text;
+}
+
+std::uint32_t get_u32(const json& body, const char* field) {
+  const auto& value = required(body, field);
+  const bool fits = value.is_number_unsigned()
+                        ? value.get<std::uint64_t>() <= 0xffffffffULL
+                        : value.is_number_integer() && value.get<std::int64_t>() >= 0 &&
+                              value.get<std::int64_t>() <= 0xffffffffLL;
+  if (!fits) bad(named(field) + " must be an unsigned 32-bit integer, got " + value.dump());
+  return static_cast<std::uint32_t>(value.get<std::uint64_t>());
+}
+
+std::int64_t get_i64(const json& body, const char* field) {
+  const auto& value = required(body, field);
+  const bool fits = value.is_number_unsigned() ? value.get<std::uint64_t>() <= 0x7fffffffffffffffULL
+                                               : value.is_number_integer();
+  if (!fits) bad(named(field) + " must be a 64-bit integer, got " + value.dump());
+  return value.get<std::int64_t>();
+}
+
+bool get_bool(const json& body, const char* field) {
+  const auto& value = required(body, field);
+  if (!value.is_boolean()) bad(named(field) + " must be true or false, got " + value.dump());
+  return value.get<bool>();
+}
+
+// An optional boolean: `fallback` when absent.
+bool get_bool(const json& body, const char* field, bool fallback) {
+  return body.contains(field) ? get_bool(body, field) : fallback;
+}
+
+std::vector<std::string> get_string_list(const json& body, const char* field,
+                                         std::size_t max_items = 1024) {
+  const auto& value = required(body, field);
+  if (!value.is_array()) bad(named(field) + " must be an array of strings");
+  if (value.size() > max_items)
+    bad(named(field) + " has more than " + std::to_string(max_items) + " items");
+  std::vector<std::string> out;
+  for (const auto& item : value) {
+    if (!item.is_string()) bad(named(field) + " must be an array of strings");
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+// A node name as slurm.conf spells one.
+std::string get_node_name(const json& body, const char* field) {
+  auto node = get_string(body, field, kMaxNodeNameBytes);
+  if (node.empty() || !std::ranges::all_of(node, [](unsigned char c) {
+        return std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.';
+      }))
+    bad(named(field) + ": '" + node + "' is not a node name");
+  return node;
+}
+
+Verdict get_verdict(const json& body, const char* field) {
+  const auto text = get_string(body, field, 64);
+  const auto verdict = parse_verdict(text);
+  if (!verdict) bad(named(field) + ": unknown verdict '" + text + "'");
+  return *verdict;
+}
+
+// A reply's result: an object, whatever its fields.
+const json& result_object(const json& result) {
+  if (!result.is_object()) bad("the result must be a JSON object, got " + result.dump());
+  return result;
+}
+
+// An object nested in `field` (of an array, at `index`), parsed by Item.
+template <typename Item>
+Item nested(const json& item, const char* field, std::optional<std::size_t> index = {}) {
+  const auto where = named(field) + (index ? " item " + std::to_string(*index) : "");
+  if (!item.is_object()) bad(where + " must be an object, got " + item.dump());
+  try {
+    return Item::from_json(item);
+  } catch (const ProtocolError& e) {
+    bad(where + ": " + e.what());
+  }
+}
+
+template <typename Item>
+std::vector<Item> get_items(const json& body, const char* field) {
+  const auto& value = required(body, field);
+  if (!value.is_array()) bad(named(field) + " must be an array of objects");
+  std::vector<Item> out;
+  for (std::size_t i = 0; i < value.size(); ++i) out.push_back(nested<Item>(value[i], field, i));
+  return out;
+}
+
+template <typename Item>
+json to_json_array(const std::vector<Item>& items) {
+  json out = json::array();
+  for (const auto& item : items) out.push_back(item.to_json());
+  return out;
 }
 
 }  // namespace
@@ -66,50 +180,21 @@ std::string make_request(const json& id, std::string_view op, std::string_view c
   return line_of(std::move(request));
 }
 
-std::string get_string(const json& body, const char* field, std::size_t max_len) {
-  const auto it = body.find(field);
-  if (it == body.end()) bad(std::string("missing field '") + field + "'");
-  if (!it->is_string()) bad(std::string("field '") + field + "' must be a string");
-  auto value = it->get<std::string>();
-  if (value.size() > max_len)
-    bad(std::string("field '") + field + "' is longer than " + std::to_string(max_len) + " bytes");
-  return value;
+// hello
+
+json HelloRequest::to_json() const { return json::object(); }
+HelloRequest HelloRequest::from_json(const json&) { return {}; }
+
+json HelloReply::to_json() const {
+  return {{"version", version}, {"protocol", protocol}, {"uid", uid}};
 }
 
-std::uint32_t get_u32(const json& body, const char* field) {
-  const auto it = body.find(field);
-  if (it == body.end()) bad(std::string("missing field '") + field + "'");
-  const bool fits = it->is_number_unsigned()
-                        ? it->get<std::uint64_t>() <= 0xffffffffULL
-                        : it->is_number_integer() && it->get<std::int64_t>() >= 0 &&
-                              it->get<std::int64_t>() <= 0xffffffffLL;
-  if (!fits)
-    bad(std::string("field '") + field + "' must be an unsigned 32-bit integer, got " + it->dump());
-  return static_cast<std::uint32_t>(it->get<std::uint64_t>());
+HelloReply HelloReply::from_json(const json& result) {
+  const auto& body = result_object(result);
+  return {get_string(body, "version", 64), get_u32(body, "protocol"), get_u32(body, "uid")};
 }
 
-bool get_bool(const json& body, const char* field, bool fallback) {
-  const auto it = body.find(field);
-  if (it == body.end()) return fallback;
-  if (!it->is_boolean())
-    bad(std::string("field '") + field + "' must be true or false, got " + it->dump());
-  return it->get<bool>();
-}
-
-std::vector<std::string> get_string_list(const json& body, const char* field,
-                                         std::size_t max_items) {
-  const auto it = body.find(field);
-  if (it == body.end()) bad(std::string("missing field '") + field + "'");
-  if (!it->is_array()) bad(std::string("field '") + field + "' must be an array of strings");
-  if (it->size() > max_items)
-    bad(std::string("field '") + field + "' has more than " + std::to_string(max_items) + " items");
-  std::vector<std::string> out;
-  for (const auto& item : *it) {
-    if (!item.is_string()) bad(std::string("field '") + field + "' must be an array of strings");
-    out.push_back(item.get<std::string>());
-  }
-  return out;
-}
+// register
 
 json StepRegistration::to_json() const {
   return {{"job_id", job_id}, {"step_id", step_id}, {"run_id", run_id},    {"attempt", attempt},
@@ -120,7 +205,7 @@ StepRegistration StepRegistration::from_json(const json& body) {
   StepRegistration step;
   step.job_id = get_u32(body, "job_id");
   step.step_id = get_u32(body, "step_id");
-  step.run_id = get_string(body, "run_id", 128);
+  step.run_id = get_string(body, "run_id", kMaxRunIdBytes);
   if (step.run_id.empty()) bad("field 'run_id' must not be empty");
   step.attempt = get_u32(body, "attempt");
   step.argv = get_string_list(body, "argv");
@@ -128,6 +213,263 @@ StepRegistration StepRegistration::from_json(const json& body) {
   step.cwd = get_string(body, "cwd");
   step.nodelist = get_string(body, "nodelist");
   return step;
+}
+
+json RegisterReply::to_json() const {
+  return {{"run_id", run_id}, {"attempt", attempt}, {"duplicate", duplicate}};
+}
+
+RegisterReply RegisterReply::from_json(const json& result) {
+  const auto& body = result_object(result);
+  return {get_string(body, "run_id", kMaxRunIdBytes), get_u32(body, "attempt"),
+          get_bool(body, "duplicate")};
+}
+
+// status
+
+json StatusRequest::to_json() const {
+  json body = json::object();
+  if (job_id) body["job_id"] = *job_id;
+  return body;
+}
+
+StatusRequest StatusRequest::from_json(const json& body) {
+  StatusRequest request;
+  if (body.contains("job_id")) request.job_id = get_u32(body, "job_id");
+  return request;
+}
+
+json StatusReply::Step::to_json() const {
+  auto item = step.to_json();
+  item["uid"] = uid;
+  item["state"] = state;
+  item["created_at"] = created_at;
+  if (!verdict.empty()) item["verdict"] = verdict;
+  if (!message.empty()) item["message"] = message;
+  if (!phase.empty()) item["phase"] = phase;
+  return item;
+}
+
+StatusReply::Step StatusReply::Step::from_json(const json& item) {
+  Step out;
+  out.step = StepRegistration::from_json(item);
+  out.uid = get_u32(item, "uid");
+  out.state = get_string(item, "state", 64);
+  out.created_at = get_i64(item, "created_at");
+  if (item.contains("verdict")) out.verdict = get_string(item, "verdict", 64);
+  if (item.contains("message")) out.message = get_string(item, "message", kMaxTextBytes);
+  if (item.contains("phase")) out.phase = get_string(item, "phase", 64);
+  return out;
+}
+
+json StatusReply::to_json() const { return {{"steps", to_json_array(steps)}}; }
+
+StatusReply StatusReply::from_json(const json& result) {
+  return {get_items<Step>(result_object(result), "steps")};
+}
+
+// events
+
+json EventsRequest::to_json() const {
+  json body = json::object();
+  if (since) body["since"] = *since;
+  return body;
+}
+
+EventsRequest EventsRequest::from_json(const json& body) {
+  EventsRequest request;
+  if (body.contains("since")) request.since = get_u32(body, "since");
+  return request;
+}
+
+json EventsReply::Event::to_json() const {
+  return {{"id", id},     {"at", at},         {"job_id", job_id}, {"run_id", run_id},
+          {"kind", kind}, {"detail", detail}, {"node", node}};
+}
+
+EventsReply::Event EventsReply::Event::from_json(const json& item) {
+  return {get_i64(item, "id"),
+          get_i64(item, "at"),
+          get_u32(item, "job_id"),
+          get_string(item, "run_id", kMaxRunIdBytes),
+          get_string(item, "kind", 64),
+          get_string(item, "detail", kMaxTextBytes),
+          get_string(item, "node", kMaxTextBytes)};
+}
+
+json EventsReply::to_json() const { return {{"events", to_json_array(events)}}; }
+
+EventsReply EventsReply::from_json(const json& result) {
+  return {get_items<Event>(result_object(result), "events")};
+}
+
+// verdict
+
+json VerdictRequest::to_json() const {
+  return {{"run_id", run_id}, {"attempt", attempt}, {"ended", ended}};
+}
+
+VerdictRequest VerdictRequest::from_json(const json& body) {
+  return {get_string(body, "run_id", kMaxRunIdBytes), get_u32(body, "attempt"),
+          get_bool(body, "ended", false)};
+}
+
+json VerdictReply::Relaunch::to_json() const {
+  return {{"nodelist", nodelist}, {"num_nodes", num_nodes}};
+}
+
+VerdictReply::Relaunch VerdictReply::Relaunch::from_json(const json& item) {
+  return {get_string(item, "nodelist"), get_u32(item, "num_nodes")};
+}
+
+json VerdictReply::to_json() const {
+  json result{{"run_id", run_id},
+              {"attempt", attempt},
+              {"verdict", std::string(ar::to_string(verdict))},
+              {"message", message}};
+  if (relaunch) result["relaunch"] = relaunch->to_json();
+  return result;
+}
+
+VerdictReply VerdictReply::from_json(const json& result) {
+  const auto& body = result_object(result);
+  VerdictReply reply;
+  reply.run_id = get_string(body, "run_id", kMaxRunIdBytes);
+  reply.attempt = get_u32(body, "attempt");
+  reply.verdict = get_verdict(body, "verdict");
+  reply.message = get_string(body, "message", kMaxTextBytes);
+  if (body.contains("relaunch")) reply.relaunch = nested<Relaunch>(body.at("relaunch"), "relaunch");
+  return reply;
+}
+
+// cancel
+
+json CancelRequest::to_json() const {
+  json body{{"run_id", run_id}, {"attempt", attempt}};
+  if (!reason.empty()) body["reason"] = reason;
+  return body;
+}
+
+CancelRequest CancelRequest::from_json(const json& body) {
+  CancelRequest request;
+  request.run_id = get_string(body, "run_id", kMaxRunIdBytes);
+  request.attempt = get_u32(body, "attempt");
+  if (body.contains("reason")) request.reason = get_string(body, "reason", kMaxReasonBytes);
+  return request;
+}
+
+json CancelReply::to_json() const {
+  return {{"run_id", run_id},
+          {"attempt", attempt},
+          {"verdict", std::string(ar::to_string(verdict))},
+          {"message", message}};
+}
+
+CancelReply CancelReply::from_json(const json& result) {
+  const auto& body = result_object(result);
+  return {get_string(body, "run_id", kMaxRunIdBytes), get_u32(body, "attempt"),
+          get_verdict(body, "verdict"), get_string(body, "message", kMaxTextBytes)};
+}
+
+// heartbeat
+
+json HeartbeatRequest::to_json() const {
+  json body{{"node", node}};
+  if (stopping) body["stopping"] = true;
+  return body;
+}
+
+HeartbeatRequest HeartbeatRequest::from_json(const json& body) {
+  return {get_node_name(body, "node"), get_bool(body, "stopping", false)};
+}
+
+json HeartbeatReply::to_json() const { return json::object(); }
+
+HeartbeatReply HeartbeatReply::from_json(const json& result) {
+  result_object(result);
+  return {};
+}
+
+// replace
+
+namespace {
+
+constexpr std::pair<ReplaceMode, std::string_view> kReplaceModes[] = {
+    {ReplaceMode::wait, "wait"}, {ReplaceMode::now, "now"}, {ReplaceMode::force, "force"}};
+
+}  // namespace
+
+std::string_view to_string(ReplaceMode mode) {
+  for (const auto& [value, name] : kReplaceModes)
+    if (value == mode) return name;
+  return "wait";
+}
+
+std::optional<ReplaceMode> parse_replace_mode(std::string_view text) {
+  for (const auto& [value, name] : kReplaceModes)
+    if (name == text) return value;
+  return std::nullopt;
+}
+
+json ReplaceRequest::to_json() const {
+  return {{"node", node}, {"mode", std::string(to_string(mode))}};
+}
+
+ReplaceRequest ReplaceRequest::from_json(const json& body) {
+  ReplaceRequest request;
+  request.node = get_node_name(body, "node");
+  if (body.contains("mode")) {
+    const auto mode = get_string(body, "mode", 16);
+    const auto parsed = parse_replace_mode(mode);
+    if (!parsed) bad("unknown mode '" + mode + "' (known: wait, now, force)");
+    request.mode = *parsed;
+  }
+  return request;
+}
+
+json ReplaceReply::to_json() const { return {{"node", node}, {"message", message}}; }
+
+ReplaceReply ReplaceReply::from_json(const json& result) {
+  const auto& body = result_object(result);
+  return {get_node_name(body, "node"), get_string(body, "message", kMaxTextBytes)};
+}
+
+// nodes
+
+json NodesRequest::to_json() const { return json::object(); }
+NodesRequest NodesRequest::from_json(const json&) { return {}; }
+
+json NodesReply::Replacement::to_json() const {
+  return {{"node", node},         {"state", state},           {"reason", reason}, {"mode", mode},
+          {"attempts", attempts}, {"started_at", started_at}, {"detail", detail}};
+}
+
+NodesReply::Replacement NodesReply::Replacement::from_json(const json& item) {
+  return {get_string(item, "node", kMaxTextBytes),
+          get_string(item, "state", 64),
+          get_string(item, "reason", kMaxTextBytes),
+          get_string(item, "mode", 16),
+          get_i64(item, "attempts"),
+          get_i64(item, "started_at"),
+          get_string(item, "detail", kMaxTextBytes)};
+}
+
+json NodesReply::to_json() const {
+  return {{"replacements", to_json_array(replacements)}, {"heartbeats", heartbeats}};
+}
+
+NodesReply NodesReply::from_json(const json& result) {
+  const auto& body = result_object(result);
+  NodesReply reply;
+  reply.replacements = get_items<Replacement>(body, "replacements");
+  const auto& heard = required(body, "heartbeats");
+  if (!heard.is_object()) bad("field 'heartbeats' must be an object, got " + heard.dump());
+  for (const auto& [node, age] : heard.items()) {
+    if (!age.is_number())
+      bad("field 'heartbeats': '" + node + "' must be a number of seconds, got " + age.dump());
+    reply.heartbeats[node] = age.get<double>();
+  }
+  return reply;
 }
 
 }  // namespace ar::proto

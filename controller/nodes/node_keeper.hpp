@@ -34,8 +34,11 @@
 #include <string>
 #include <vector>
 
+#include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
-#include "slurm_adapter.hpp"
+#include "autoresume/process.hpp"
+#include "nodes/probe.hpp"
+#include "slurm_api.hpp"
 #include "store/store.hpp"
 
 namespace ar {
@@ -44,7 +47,10 @@ class NodeKeeper {
  public:
   using NodeMap = std::map<std::string, const slurm::NodeInfo*>;
 
-  NodeKeeper(Store& store, const DaemonConfig& config);
+  // Slurm, the clock, the prober (silent nodes' slurmd) and the runner (the
+  // provider's commands) are the keeper's seams: tests pass fakes.
+  NodeKeeper(Store& store, const DaemonConfig& config, slurm::SlurmApi& slurm, const Clock& clock,
+             Prober& prober, CommandRunner& runner);
   ~NodeKeeper();
   NodeKeeper(const NodeKeeper&) = delete;
   NodeKeeper& operator=(const NodeKeeper&) = delete;
@@ -54,10 +60,12 @@ class NodeKeeper {
   // Throws std::invalid_argument for a node slurmctld does not know.
   void heartbeat(const std::string& node, bool stopping);
 
-  // An admin's `auto-resume replace` (any thread): "wait" (running jobs
-  // finish first), "now" (protected steps are resumed elsewhere at once) or
-  // "force" (then the remaining jobs are killed). Marks the node and returns
-  // what was done. Throws std::invalid_argument for an unknown node or mode.
+  // An admin's `auto-resume replace` (any thread): wait (running jobs
+  // finish first), now (protected steps are resumed elsewhere at once) or
+  // force (then the remaining jobs are killed). Marks the node and returns
+  // what was done. Throws std::invalid_argument for an unknown node.
+  std::string request_replace(const std::string& node, RepairMode mode);
+  // The same with the mode's name; std::invalid_argument for an unknown one.
   std::string request_replace(const std::string& node, const std::string& mode);
 
   // The heartbeat ages, for `auto-resume nodes`: node -> seconds since heard.
@@ -74,13 +82,29 @@ class NodeKeeper {
   static bool is_spare(const slurm::NodeInfo& node);
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Steady = Clock::Steady;
 
   void watch_heartbeats(const NodeMap& nodes);
   void find_new(const NodeMap& nodes);
+  // Where the heartbeats stand at one look (under mutex_); false after a
+  // stall of the controller (every deadline restarted).
+  bool collect_late(const NodeMap& nodes, std::vector<std::string>& late,
+                    std::vector<std::string>& silent, std::size_t& heard);
+  // Deep-probes silent nodes and marks those whose slurmd does not answer.
+  void mark_silent(std::vector<std::string> silent, const NodeMap& nodes);
   void advance(NodeRepair& repair, const NodeMap& nodes,
                const std::set<std::string>& protected_nodes);
-  void save(NodeRepair& repair, const std::string& kind, const std::string& detail);
+  // One state each: true when the repair is done with for this tick.
+  bool advance_waiting(NodeRepair& repair, const slurm::NodeInfo& node,
+                       const std::set<std::string>& protected_nodes);
+  bool advance_replacing(NodeRepair& repair);
+  bool advance_returning(NodeRepair& repair, const slurm::NodeInfo& node, const NodeMap& nodes);
+  // The provider failed (or the node never came back): again after a
+  // backoff, until provider_retries calls have failed.
+  void retry_or_fail(NodeRepair& repair);
+  // Drops a replacement; its provider call, if any, is left to end by itself.
+  void drop(const std::string& node, const std::string& why);
+  void save(NodeRepair& repair, EventKind kind, const std::string& detail);
   // provider=spares: drains idle nodes as spares where a partition is short.
   void keep_spares(const NodeMap& nodes, const std::set<std::string>& protected_nodes);
   // Partitions of `node` that have fewer than `spares` spares.
@@ -88,20 +112,24 @@ class NodeKeeper {
 
   Store& store_;
   const DaemonConfig& config_;
+  slurm::SlurmApi& slurm_;
+  const Clock& clock_;
+  Prober& prober_;
+  CommandRunner& runner_;
 
   std::mutex mutex_;  // guards heard_ and known_ (the server's threads use them)
-  std::map<std::string, Clock::time_point> heard_;
+  std::map<std::string, Steady::time_point> heard_;
   std::set<std::string> known_;  // the nodes slurmctld knows, as of the last tick
 
-  Clock::time_point last_tick_{};
+  Steady::time_point last_tick_{};
   bool crowd_said_ = false;          // the many-silent event of this episode is out
   std::set<std::string> late_said_;  // nodes whose "late but answering" is out
   std::set<std::string> no_provider_said_;
   std::map<std::string, std::future<std::string>> calls_;       // provider calls in flight
   std::vector<std::future<std::string>> orphans_;               // calls of dropped replacements
-  std::map<std::string, Clock::time_point> probed_;             // last deep probe of a silent node
+  std::map<std::string, Steady::time_point> probed_;            // last deep probe of a silent node
   std::map<std::string, std::vector<std::string>> partitions_;  // provider=spares
-  Clock::time_point partitions_read_{};
+  Steady::time_point partitions_read_{};
   std::set<std::string> short_said_;  // partitions whose "no idle node for a spare" is out
 };
 

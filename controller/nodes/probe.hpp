@@ -27,4 +27,21 @@ std::vector<bool> probe_all(const std::vector<ProbeTarget>& targets,
                             std::chrono::milliseconds timeout,
                             ProbeDepth depth = ProbeDepth::connect);
 
+// Probes nodes: the TCP probe above, or a test's stand-in.
+class Prober {
+ public:
+  virtual ~Prober() = default;
+  // As probe_all.
+  virtual std::vector<bool> probe(const std::vector<ProbeTarget>& targets,
+                                  std::chrono::milliseconds timeout, ProbeDepth depth) = 0;
+};
+
+class TcpProber final : public Prober {
+ public:
+  std::vector<bool> probe(const std::vector<ProbeTarget>& targets,
+                          std::chrono::milliseconds timeout, ProbeDepth depth) override {
+    return probe_all(targets, timeout, depth);
+  }
+};
+
 }  // namespace ar

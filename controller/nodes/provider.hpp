@@ -17,14 +17,15 @@ namespace ar {
 // Runs `command` ("{node}" replaced by `node`) and waits for it up to
 // `timeout`. Returns an empty string on success, else why it failed, with
 // the tail of its output.
-std::string run_restart_command(const std::vector<std::string>& command, const std::string& node,
-                                std::chrono::milliseconds timeout);
+std::string run_restart_command(CommandRunner& runner, const std::vector<std::string>& command,
+                                const std::string& node, std::chrono::milliseconds timeout);
 
 // Asks the configured provider to replace `node`, waiting up to
 // provider_timeout. Returns an empty string once the provider has done its
 // part (the node's new instance registers with slurmctld by itself), else
 // why it failed, with the tail of the provider's output.
-std::string replace_node(const DaemonConfig& config, const std::string& node);
+std::string replace_node(const DaemonConfig& config, CommandRunner& runner,
+                         const std::string& node);
 
 // Whether the configured provider can replace nodes at all.
 bool can_replace(const DaemonConfig& config);

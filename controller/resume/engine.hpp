@@ -19,13 +19,16 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "nodes/node_keeper.hpp"
-#include "slurm_adapter.hpp"
+#include "nodes/probe.hpp"
+#include "slurm_api.hpp"
 #include "store/store.hpp"
 
 namespace ar {
@@ -33,7 +36,9 @@ namespace ar {
 class Engine {
  public:
   // `keeper` has its turn on the engine's thread, with the same node list.
-  Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper);
+  // Slurm, the clock and the prober are the engine's seams: tests pass fakes.
+  Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper, slurm::SlurmApi& slurm,
+         const Clock& clock, Prober& prober);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -43,23 +48,43 @@ class Engine {
   // Look again now (a step ended, or was cancelled).
   void wake();
 
+  // One look at every protected step and the nodes (the thread's loop; tests
+  // call it directly instead of starting the thread).
+  void tick();
+
  private:
-  using Clock = std::chrono::steady_clock;
+  using Steady = Clock::Steady;
   using NodeMap = std::map<std::string, const slurm::NodeInfo*>;
 
   void run();
-  void tick();
   void probe(const std::vector<StoredStep>& steps, const NodeMap& nodes);
   void advance(StoredStep& step, const NodeMap& nodes);
   // Nodes of the step at fault now, with why; records them for the repair.
   proto::json faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes);
+  // A step whose job is no longer running: requeued, or ended.
+  void job_gone(StoredStep& step, const std::optional<slurm::JobInfo>& job);
+  // A registered step Slurm has forgotten for a while is over.
+  void check_lost(StoredStep& step, const slurm::JobInfo& job);
   void repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes);
+  // The `detected` phase: the policy's checks; false when the step was
+  // decided (give_up, requeued) instead of going on to node_out.
+  bool check_policy(StoredStep& step, const slurm::JobInfo& job);
+  // Requeue (GRES, or the batch host failed), or give_up where Slurm cannot.
+  void requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
+                          const std::vector<std::string>& failed);
+  // A spare or an idle node of the job's partition for a failed node.
+  const slurm::NodeInfo* pick_replacement(StoredStep& step, const slurm::JobInfo& job,
+                                          const NodeMap& nodes,
+                                          const std::vector<std::string>& chosen);
+  // One replacement's helper job, submitted, waited for and merged; false
+  // while it is not merged yet.
+  bool expand_one(StoredStep& step, const slurm::JobInfo& job, const std::string& node);
   bool take_out(StoredStep& step, const slurm::JobInfo& job);
   bool replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes);
   bool expand(StoredStep& step, const slurm::JobInfo& job);
   void relaunch(StoredStep& step, const slurm::JobInfo& job);
-  void decide(StoredStep& step, const char* verdict, const std::string& message);
-  void save(StoredStep& step, const std::string& kind, const std::string& detail);
+  void decide(StoredStep& step, Verdict verdict, const std::string& message);
+  void save(StoredStep& step, EventKind kind, const std::string& detail);
   std::vector<std::string> step_hosts(const StoredStep& step);
   static std::string helper_name(std::uint32_t job_id);
   // Cancels the job's pending or running helper jobs, recorded or not.
@@ -70,15 +95,17 @@ class Engine {
   Store& store_;
   const DaemonConfig& config_;
   NodeKeeper& keeper_;
-  slurm::NodeWatcher watcher_;
+  slurm::SlurmApi& slurm_;
+  const Clock& clock_;
+  Prober& prober_;
   std::map<std::string, unsigned> failed_probes_;
-  Clock::time_point last_probe_{};
+  Steady::time_point last_probe_{};
   // Errors already logged, per step, so a persisting one is logged once.
   std::map<std::string, std::string> last_error_;
   // The nodes each step runs on, from slurmctld.
   std::map<std::string, std::vector<std::string>> step_nodes_;
   // Registered steps Slurm no longer lists, since when.
-  std::map<std::string, Clock::time_point> missing_since_;
+  std::map<std::string, Steady::time_point> missing_since_;
 
   std::thread thread_;
   std::mutex mutex_;

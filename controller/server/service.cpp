@@ -2,8 +2,6 @@
 
 #include <fmt/core.h>
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <stdexcept>
 
@@ -39,32 +37,44 @@ bool Service::privileged(uid_t caller) {
 
 std::string Service::handle(const proto::Request& request, uid_t caller) {
   try {
-    if (request.op == "hello")
-      return proto::ok_reply(
-          request.id, {{"version", kVersion}, {"protocol", proto::kVersion}, {"uid", caller}});
-    if (request.op == "register")
-      return proto::ok_reply(request.id, do_register(request.body, caller));
-    if (request.op == "status") return proto::ok_reply(request.id, do_status(request.body, caller));
-    if (request.op == "events") return proto::ok_reply(request.id, do_events(request.body, caller));
-    if (request.op == "verdict")
-      return proto::ok_reply(request.id, do_verdict(request.body, caller));
-    if (request.op == "cancel") return proto::ok_reply(request.id, do_cancel(request.body, caller));
-    if (request.op == "heartbeat")
-      return proto::ok_reply(request.id, do_heartbeat(request.body, caller));
-    if (request.op == "replace")
-      return proto::ok_reply(request.id, do_replace(request.body, caller));
-    if (request.op == "nodes") return proto::ok_reply(request.id, do_nodes(caller));
-    throw ProtocolError(code::kBadRequest,
-                        "unknown op '" + request.op +
-                            "' (known: hello, register, status, events, verdict, cancel, "
-                            "heartbeat, replace, nodes)");
+    return proto::ok_reply(request.id, dispatch(request, caller));
   } catch (const ProtocolError& e) {
     return proto::error_reply(request.id, e.code(), e.what());
   }
 }
 
-json Service::do_register(const json& body, uid_t caller) {
-  const auto step = proto::StepRegistration::from_json(body);
+json Service::dispatch(const proto::Request& request, uid_t caller) {
+  using namespace proto;
+  const auto& op = request.op;
+  const auto& body = request.body;
+  if (op == HelloRequest::kOp) return do_hello(HelloRequest::from_json(body), caller).to_json();
+  if (op == RegisterRequest::kOp)
+    return do_register(RegisterRequest::from_json(body), caller).to_json();
+  if (op == StatusRequest::kOp) return do_status(StatusRequest::from_json(body), caller).to_json();
+  if (op == EventsRequest::kOp) return do_events(EventsRequest::from_json(body), caller).to_json();
+  if (op == VerdictRequest::kOp)
+    return do_verdict(VerdictRequest::from_json(body), caller).to_json();
+  if (op == CancelRequest::kOp) return do_cancel(CancelRequest::from_json(body), caller).to_json();
+  // The node ops: who may ask comes before what was asked.
+  if (op == HeartbeatRequest::kOp)
+    return do_heartbeat(node_op(HeartbeatRequest::kOp, caller), HeartbeatRequest::from_json(body))
+        .to_json();
+  if (op == ReplaceRequest::kOp)
+    return do_replace(node_op(ReplaceRequest::kOp, caller), ReplaceRequest::from_json(body))
+        .to_json();
+  if (op == NodesRequest::kOp)
+    return do_nodes(node_op(NodesRequest::kOp, caller), NodesRequest::from_json(body)).to_json();
+  throw ProtocolError(code::kBadRequest,
+                      "unknown op '" + op +
+                          "' (known: hello, register, status, events, verdict, cancel, "
+                          "heartbeat, replace, nodes)");
+}
+
+proto::HelloReply Service::do_hello(const proto::HelloRequest&, uid_t caller) {
+  return {kVersion, proto::kVersion, caller};
+}
+
+proto::RegisterReply Service::do_register(const proto::RegisterRequest& step, uid_t caller) {
   std::optional<slurm::JobInfo> job;
   try {
     job = load_job_(step.job_id);
@@ -94,59 +104,30 @@ json Service::do_register(const json& body, uid_t caller) {
         fmt::format("job {} already has a protected step running ({}.{}, run {}); auto-resume "
                     "protects one step per job at a time",
                     step.job_id, other.step.job_id, other.step.step_id, other.step.run_id));
-  return {{"run_id", step.run_id},
-          {"attempt", step.attempt},
-          {"duplicate", result == Store::Insert::duplicate}};
+  return {step.run_id, step.attempt, result == Store::Insert::duplicate};
 }
 
-json Service::do_status(const json& body, uid_t caller) {
-  std::optional<std::uint32_t> job_filter;
-  if (body.contains("job_id")) job_filter = proto::get_u32(body, "job_id");
-  json steps = json::array();
+proto::StatusReply Service::do_status(const proto::StatusRequest& request, uid_t caller) {
+  proto::StatusReply reply;
   for (const auto& stored :
        store_.steps(privileged(caller) ? std::nullopt : std::optional(caller))) {
-    if (job_filter && stored.step.job_id != *job_filter) continue;
-    auto item = stored.step.to_json();
-    item["uid"] = stored.uid;
-    item["state"] = stored.state;
-    item["created_at"] = stored.created_at;
-    if (!stored.verdict.empty()) item["verdict"] = stored.verdict;
-    if (!stored.message.empty()) item["message"] = stored.message;
-    if (!stored.phase.empty()) item["phase"] = stored.phase;
-    steps.push_back(std::move(item));
+    if (request.job_id && stored.step.job_id != *request.job_id) continue;
+    reply.steps.push_back(
+        {stored.step, stored.uid, std::string(name_of(stored.state)), stored.created_at,
+         stored.verdict == Verdict::none ? "" : std::string(to_string(stored.verdict)),
+         stored.message, std::string(name_of(stored.phase))});
   }
-  return {{"steps", std::move(steps)}};
+  return reply;
 }
 
-json Service::do_events(const json& body, uid_t caller) {
-  std::int64_t since = 0;
-  if (body.contains("since")) since = proto::get_u32(body, "since");
-  json events = json::array();
-  for (const auto& e :
-       store_.events(privileged(caller) ? std::nullopt : std::optional(caller), since))
-    events.push_back({{"id", e.id},
-                      {"at", e.at},
-                      {"job_id", e.job_id},
-                      {"run_id", e.run_id},
-                      {"kind", e.kind},
-                      {"detail", e.detail},
-                      {"node", e.node}});
-  return {{"events", std::move(events)}};
+proto::EventsReply Service::do_events(const proto::EventsRequest& request, uid_t caller) {
+  proto::EventsReply reply;
+  for (auto& e : store_.events(privileged(caller) ? std::nullopt : std::optional(caller),
+                               request.since.value_or(0)))
+    reply.events.push_back({e.id, e.at, e.job_id, std::move(e.run_id), std::move(e.kind),
+                            std::move(e.detail), std::move(e.node)});
+  return reply;
 }
-
-namespace {
-
-// A node name as slurm.conf spells one.
-std::string node_name(const json& body) {
-  auto node = proto::get_string(body, "node", 64);
-  if (node.empty() || !std::ranges::all_of(node, [](unsigned char c) {
-        return std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.';
-      }))
-    throw ProtocolError(code::kBadRequest, "field 'node': '" + node + "' is not a node name");
-  return node;
-}
-
-}  // namespace
 
 NodeKeeper& Service::node_op(const char* op, uid_t caller) {
   if (!privileged(caller))
@@ -157,22 +138,19 @@ NodeKeeper& Service::node_op(const char* op, uid_t caller) {
   return *keeper_;
 }
 
-json Service::do_heartbeat(const json& body, uid_t caller) {
-  auto& keeper = node_op("heartbeat", caller);
+proto::HeartbeatReply Service::do_heartbeat(NodeKeeper& keeper,
+                                            const proto::HeartbeatRequest& request) {
   try {
-    keeper.heartbeat(node_name(body), proto::get_bool(body, "stopping", false));
+    keeper.heartbeat(request.node, request.stopping);
   } catch (const std::invalid_argument& e) {
     throw ProtocolError(code::kBadRequest, e.what());
   }
-  return json::object();
+  return {};
 }
 
-json Service::do_replace(const json& body, uid_t caller) {
-  auto& keeper = node_op("replace", caller);
-  const auto node = node_name(body);
-  const auto mode = body.contains("mode") ? proto::get_string(body, "mode", 16) : "wait";
+proto::ReplaceReply Service::do_replace(NodeKeeper& keeper, const proto::ReplaceRequest& request) {
   try {
-    return {{"node", node}, {"message", keeper.request_replace(node, mode)}};
+    return {request.node, keeper.request_replace(request.node, request.mode)};
   } catch (const std::invalid_argument& e) {
     throw ProtocolError(code::kBadRequest, e.what());
   } catch (const std::exception& e) {
@@ -180,29 +158,21 @@ json Service::do_replace(const json& body, uid_t caller) {
   }
 }
 
-json Service::do_nodes(uid_t caller) {
-  auto& keeper = node_op("nodes", caller);
-  json repairs = json::array();
-  for (const auto& r : store_.node_repairs())
-    repairs.push_back({{"node", r.node},
-                       {"state", r.state},
-                       {"reason", r.reason},
-                       {"mode", r.mode},
-                       {"attempts", r.attempts},
-                       {"started_at", r.started_at},
-                       {"detail", r.detail}});
-  json heard = json::object();
-  for (const auto& [node, age] : keeper.heartbeat_ages()) heard[node] = age;
-  return {{"replacements", std::move(repairs)}, {"heartbeats", std::move(heard)}};
+proto::NodesReply Service::do_nodes(NodeKeeper& keeper, const proto::NodesRequest&) {
+  proto::NodesReply reply;
+  for (auto& r : store_.node_repairs())
+    reply.replacements.push_back({std::move(r.node), std::string(name_of(r.state)),
+                                  std::move(r.reason), std::string(name_of(r.mode)), r.attempts,
+                                  r.started_at, std::move(r.detail)});
+  reply.heartbeats = keeper.heartbeat_ages();
+  return reply;
 }
 
 }  // namespace ar
 
 namespace ar {
 
-StoredStep Service::owned_step(const json& body, uid_t caller) {
-  const auto run_id = proto::get_string(body, "run_id", 128);
-  const auto attempt = proto::get_u32(body, "attempt");
+StoredStep Service::owned_step(const std::string& run_id, std::uint32_t attempt, uid_t caller) {
   auto step = store_.find(run_id, attempt);
   if (!step)
     throw ProtocolError(code::kNotFound, fmt::format("no step is registered as run '{}' attempt {}",
@@ -213,42 +183,52 @@ StoredStep Service::owned_step(const json& body, uid_t caller) {
   return *step;
 }
 
-json Service::do_verdict(const json& body, uid_t caller) {
-  auto step = owned_step(body, caller);
-  if (proto::get_bool(body, "ended", false) && step.state == step_state::kRegistered) {
-    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-    if (store_.mark_ended(step, now,
-                          EventSpec{"ended", fmt::format("srun says step {}.{} attempt {} ended",
-                                                         step.step.job_id, step.step.step_id,
-                                                         step.step.attempt)}))
+namespace {
+
+// The nodes the resume engine relaunches the step on, as it stored them.
+proto::VerdictReply::Relaunch relaunch_plan(const StoredStep& step) {
+  const auto plan = step.repair.value("relaunch", json::object());
+  return {plan.value("nodelist", std::string()), plan.value("num_nodes", 0U)};
+}
+
+}  // namespace
+
+proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, uid_t caller) {
+  auto step = owned_step(request.run_id, request.attempt, caller);
+  if (request.ended && step.state == StepState::registered) {
+    const auto now = system_clock().unix_now();
+    if (store_.mark_ended(
+            step, now,
+            EventSpec{EventKind::ended,
+                      fmt::format("srun says step {}.{} attempt {} ended", step.step.job_id,
+                                  step.step.step_id, step.step.attempt)}))
       wake_();
     step = store_.find(step.step.run_id, step.step.attempt).value();
   }
-  json reply{{"run_id", step.step.run_id}, {"attempt", step.step.attempt}};
-  if (step.state == step_state::kDecided) {
-    reply["verdict"] = step.verdict;
-    reply["message"] = step.message;
-    if (step.verdict == "relaunch")
-      reply["relaunch"] = step.repair.value("relaunch", json::object());
-  } else if (step.state == step_state::kRegistered) {
-    reply["verdict"] = "none";
-    reply["message"] = "running";
+  proto::VerdictReply reply;
+  reply.run_id = step.step.run_id;
+  reply.attempt = step.step.attempt;
+  if (step.state == StepState::decided) {
+    reply.verdict = step.verdict;
+    reply.message = step.message;
+    if (step.verdict == Verdict::relaunch) reply.relaunch = relaunch_plan(step);
+  } else if (step.state == StepState::registered) {
+    reply.verdict = Verdict::none;
+    reply.message = "running";
   } else {
-    reply["verdict"] = "wait";
-    reply["message"] = step.state == step_state::kEnded
-                           ? std::string("checking the step's nodes")
-                           : "repairing the allocation (" + step.phase + ")";
+    reply.verdict = Verdict::wait;
+    reply.message = step.state == StepState::ended
+                        ? std::string("checking the step's nodes")
+                        : "repairing the allocation (" + std::string(name_of(step.phase)) + ")";
   }
   return reply;
 }
 
-json Service::do_cancel(const json& body, uid_t caller) {
-  auto step = owned_step(body, caller);
-  const auto reason = body.contains("reason") ? proto::get_string(body, "reason", 256) : "";
-  if (step.state != step_state::kDecided &&
-      store_.cancel(step, reason.empty() ? std::string("cancelled by its srun") : reason)) {
+proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t caller) {
+  auto step = owned_step(request.run_id, request.attempt, caller);
+  if (step.state != StepState::decided &&
+      store_.cancel(
+          step, request.reason.empty() ? std::string("cancelled by its srun") : request.reason)) {
     // The repair's helper jobs as they are now (the engine may have added
     // one meanwhile; it cancels what it adds after this, see Engine).
     step = store_.find(step.step.run_id, step.step.attempt).value();
@@ -263,10 +243,7 @@ json Service::do_cancel(const json& body, uid_t caller) {
     wake_();
   }
   step = store_.find(step.step.run_id, step.step.attempt).value();
-  return {{"run_id", step.step.run_id},
-          {"attempt", step.step.attempt},
-          {"verdict", step.verdict},
-          {"message", step.message}};
+  return {step.step.run_id, step.step.attempt, step.verdict, step.message};
 }
 
 }  // namespace ar

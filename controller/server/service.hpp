@@ -37,18 +37,22 @@ class Service {
  private:
   // root, and SlurmUser once slurmctld has told who that is.
   bool privileged(uid_t caller);
-  proto::json do_register(const proto::json& body, uid_t caller);
-  proto::json do_status(const proto::json& body, uid_t caller);
-  proto::json do_events(const proto::json& body, uid_t caller);
-  proto::json do_verdict(const proto::json& body, uid_t caller);
-  proto::json do_cancel(const proto::json& body, uid_t caller);
-  proto::json do_heartbeat(const proto::json& body, uid_t caller);
-  proto::json do_replace(const proto::json& body, uid_t caller);
-  proto::json do_nodes(uid_t caller);
+  // The op's typed request, answered by its handler: the reply as JSON.
+  proto::json dispatch(const proto::Request& request, uid_t caller);
+  proto::HelloReply do_hello(const proto::HelloRequest& request, uid_t caller);
+  proto::RegisterReply do_register(const proto::RegisterRequest& request, uid_t caller);
+  proto::StatusReply do_status(const proto::StatusRequest& request, uid_t caller);
+  proto::EventsReply do_events(const proto::EventsRequest& request, uid_t caller);
+  proto::VerdictReply do_verdict(const proto::VerdictRequest& request, uid_t caller);
+  proto::CancelReply do_cancel(const proto::CancelRequest& request, uid_t caller);
+  // The node ops get the keeper once node_op let the caller in.
+  proto::HeartbeatReply do_heartbeat(NodeKeeper& keeper, const proto::HeartbeatRequest& request);
+  proto::ReplaceReply do_replace(NodeKeeper& keeper, const proto::ReplaceRequest& request);
+  proto::NodesReply do_nodes(NodeKeeper& keeper, const proto::NodesRequest& request);
   // Throws forbidden unless the caller is privileged; unavailable without a keeper.
   NodeKeeper& node_op(const char* op, uid_t caller);
-  // The step named by the body's run_id and attempt, if the caller may act on it.
-  StoredStep owned_step(const proto::json& body, uid_t caller);
+  // The step registered as run_id and attempt, if the caller may act on it.
+  StoredStep owned_step(const std::string& run_id, std::uint32_t attempt, uid_t caller);
 
   Store& store_;
   JobLookup load_job_;

@@ -8,13 +8,19 @@
 
 namespace ar {
 
-std::int64_t unix_now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+namespace {
+
+// A name read back from the database, as its enum.
+template <typename E>
+E stored(const std::string& text, const char* what) {
+  if (const auto value = parse_name<E>(text)) return *value;
+  throw std::runtime_error("the state database holds an unknown " + std::string(what) + " '" +
+                           text + "'");
 }
 
-namespace {
+std::string verdict_text(Verdict verdict) {
+  return verdict == Verdict::none ? std::string() : std::string(to_string(verdict));
+}
 
 // One prepared statement, finalized on scope exit.
 class Statement {
@@ -74,19 +80,24 @@ StoredStep read_step(const Statement& s) {
   out.step.argv = proto::json::parse(s.text(5)).get<std::vector<std::string>>();
   out.step.cwd = s.text(6);
   out.step.nodelist = s.text(7);
-  out.state = s.text(8);
+  out.state = stored<StepState>(s.text(8), "step state");
   out.created_at = s.integer(9);
   out.ended_at = s.integer(10);
-  out.verdict = s.text(11);
+  if (const auto verdict = s.text(11); !verdict.empty()) {
+    const auto parsed = parse_verdict(verdict);
+    if (!parsed)
+      throw std::runtime_error("the state database holds an unknown verdict '" + verdict + "'");
+    out.verdict = *parsed;
+  }
   out.message = s.text(12);
-  out.phase = s.text(13);
+  out.phase = stored<RepairPhase>(s.text(13), "repair phase");
   out.repair = proto::json::parse(s.text(14));
   return out;
 }
 
 }  // namespace
 
-Store::Store(const std::filesystem::path& state_dir) {
+Store::Store(const std::filesystem::path& state_dir, const Clock& clock) : clock_(clock) {
   // Steps hold every user's command lines: readable by the controller only.
   std::filesystem::create_directories(state_dir);
   std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all,
@@ -177,7 +188,7 @@ void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpe
       .bind(2, step.step.job_id)
       .bind(3, step.step.run_id)
       .bind(4, static_cast<std::int64_t>(step.uid))
-      .bind(5, event.kind)
+      .bind(5, std::string(name_of(event.kind)))
       .bind(6, event.detail);
   insert.step();
 }
@@ -187,7 +198,11 @@ void Store::insert_node_event(std::int64_t at, const std::string& node, std::uin
   Statement insert(db_,
                    "INSERT INTO events (at, job_id, run_id, uid, kind, detail, node)"
                    " VALUES (?, ?, '', 0, ?, ?, ?)");
-  insert.bind(1, at).bind(2, job_id).bind(3, event.kind).bind(4, event.detail).bind(5, node);
+  insert.bind(1, at)
+      .bind(2, job_id)
+      .bind(3, std::string(name_of(event.kind)))
+      .bind(4, event.detail)
+      .bind(5, node);
   insert.step();
 }
 
@@ -216,7 +231,7 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
       if (blocking != nullptr) *blocking = read_step(other);
       return Insert::busy;
     }
-    const auto now = unix_now();
+    const auto now = clock_.unix_now();
     Statement insert(db_,
                      "INSERT INTO steps (run_id, attempt, job_id, step_id, uid, argv, cwd,"
                      " nodelist, state, created_at, updated_at)"
@@ -235,10 +250,10 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
     StoredStep stored;
     stored.step = step;
     stored.uid = uid;
-    insert_event(
-        now, stored,
-        {"registered", "step " + std::to_string(step.job_id) + "." + std::to_string(step.step_id) +
-                           " attempt " + std::to_string(step.attempt) + " on " + step.nodelist});
+    insert_event(now, stored,
+                 {EventKind::registered,
+                  "step " + std::to_string(step.job_id) + "." + std::to_string(step.step_id) +
+                      " attempt " + std::to_string(step.attempt) + " on " + step.nodelist});
     return Insert::created;
   });
 }
@@ -250,15 +265,15 @@ bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
     if (!current)
       throw std::runtime_error("no step " + step.step.run_id + " attempt " +
                                std::to_string(step.step.attempt) + " to update");
-    if (current->state == step_state::kDecided) return false;
-    const auto now = unix_now();
+    if (current->state == StepState::decided) return false;
+    const auto now = clock_.unix_now();
     Statement update(db_,
                      "UPDATE steps SET state = ?, verdict = ?, message = ?, phase = ?, repair = ?,"
                      " ended_at = ?, updated_at = ? WHERE run_id = ? AND attempt = ?");
-    update.bind(1, step.state)
-        .bind(2, step.verdict)
+    update.bind(1, std::string(name_of(step.state)))
+        .bind(2, verdict_text(step.verdict))
         .bind(3, step.message)
-        .bind(4, step.phase)
+        .bind(4, std::string(name_of(step.phase)))
         .bind(5, step.repair.dump(-1, ' ', false, proto::json::error_handler_t::replace))
         .bind(6, step.ended_at)
         .bind(7, now)
@@ -276,10 +291,13 @@ bool Store::mark_ended(const StoredStep& step, std::int64_t at, const EventSpec&
     Statement update(db_,
                      "UPDATE steps SET state = 'ended', ended_at = ?, updated_at = ?"
                      " WHERE run_id = ? AND attempt = ? AND state = 'registered'");
-    update.bind(1, at).bind(2, unix_now()).bind(3, step.step.run_id).bind(4, step.step.attempt);
+    update.bind(1, at)
+        .bind(2, clock_.unix_now())
+        .bind(3, step.step.run_id)
+        .bind(4, step.step.attempt);
     update.step();
     if (sqlite3_changes(db_) != 1) return false;
-    insert_event(unix_now(), step, event);
+    insert_event(clock_.unix_now(), step, event);
     return true;
   });
 }
@@ -291,19 +309,19 @@ bool Store::cancel(const StoredStep& step, const std::string& message) {
                      "UPDATE steps SET state = 'decided', verdict = 'cancelled', message = ?,"
                      " updated_at = ? WHERE run_id = ? AND attempt = ? AND state != 'decided'");
     update.bind(1, message)
-        .bind(2, unix_now())
+        .bind(2, clock_.unix_now())
         .bind(3, step.step.run_id)
         .bind(4, step.step.attempt);
     update.step();
     if (sqlite3_changes(db_) != 1) return false;
-    insert_event(unix_now(), step, {"cancelled", message});
+    insert_event(clock_.unix_now(), step, {EventKind::cancelled, message});
     return true;
   });
 }
 
 void Store::add_event(const StoredStep& step, const EventSpec& event) {
   std::lock_guard lock(mutex_);
-  transaction([&] { insert_event(unix_now(), step, event); });
+  transaction([&] { insert_event(clock_.unix_now(), step, event); });
 }
 
 std::optional<StoredStep> Store::find(const std::string& run_id, std::uint32_t attempt) {
@@ -379,8 +397,11 @@ constexpr const char* kNodeRepairColumns =
     "node, state, reason, mode, instance, attempts, next_try, started_at, detail, called_at";
 
 NodeRepair read_node_repair(const Statement& s) {
-  return {s.text(0),    s.text(1),    s.text(2),    s.text(3), s.integer(4),
-          s.integer(5), s.integer(6), s.integer(7), s.text(8), s.integer(9)};
+  return {s.text(0),    stored<NodeRepairState>(s.text(1), "node repair state"),
+          s.text(2),    stored<RepairMode>(s.text(3), "repair mode"),
+          s.integer(4), s.integer(5),
+          s.integer(6), s.integer(7),
+          s.text(8),    s.integer(9)};
 }
 
 }  // namespace
@@ -409,9 +430,9 @@ namespace {
 
 void bind_node_repair(Statement& s, const NodeRepair& repair) {
   s.bind(1, repair.node)
-      .bind(2, repair.state)
+      .bind(2, std::string(name_of(repair.state)))
       .bind(3, repair.reason)
-      .bind(4, repair.mode)
+      .bind(4, std::string(name_of(repair.mode)))
       .bind(5, repair.instance)
       .bind(6, repair.attempts)
       .bind(7, repair.next_try)
@@ -430,7 +451,7 @@ void Store::save_node_repair(const NodeRepair& repair, const EventSpec& event) {
                               .c_str());
     bind_node_repair(upsert, repair);
     upsert.step();
-    insert_node_event(unix_now(), repair.node, 0, event);
+    insert_node_event(clock_.unix_now(), repair.node, 0, event);
   });
 }
 
@@ -443,7 +464,7 @@ bool Store::add_node_repair(const NodeRepair& repair, const EventSpec& event) {
     bind_node_repair(insert, repair);
     insert.step();
     if (sqlite3_changes(db_) != 1) return false;
-    insert_node_event(unix_now(), repair.node, 0, event);
+    insert_node_event(clock_.unix_now(), repair.node, 0, event);
     return true;
   });
 }
@@ -454,13 +475,13 @@ void Store::remove_node_repair(const std::string& node, const EventSpec& event) 
     Statement remove(db_, "DELETE FROM node_repairs WHERE node = ?");
     remove.bind(1, node);
     remove.step();
-    insert_node_event(unix_now(), node, 0, event);
+    insert_node_event(clock_.unix_now(), node, 0, event);
   });
 }
 
 void Store::add_node_event(const std::string& node, const EventSpec& event, std::uint32_t job_id) {
   std::lock_guard lock(mutex_);
-  transaction([&] { insert_node_event(unix_now(), node, job_id, event); });
+  transaction([&] { insert_node_event(clock_.unix_now(), node, job_id, event); });
 }
 
 }  // namespace ar

@@ -13,39 +13,27 @@
 #include <string>
 #include <vector>
 
+#include "autoresume/clock.hpp"
 #include "autoresume/protocol.hpp"
+#include "store/states.hpp"
 
 namespace ar {
-
-// Unix seconds now: the clock of every time the store keeps.
-std::int64_t unix_now();
-
-// Where a protected step stands. A step is `registered` while it runs,
-// `ended` once its srun reported the end and waits for a verdict,
-// `repairing` while a node fault is handled, and `decided` once `verdict`
-// holds the answer.
-namespace step_state {
-inline constexpr const char* kRegistered = "registered";
-inline constexpr const char* kEnded = "ended";
-inline constexpr const char* kRepairing = "repairing";
-inline constexpr const char* kDecided = "decided";
-}  // namespace step_state
 
 struct StoredStep {
   proto::StepRegistration step;
   uid_t uid = 0;
-  std::string state;
+  StepState state = StepState::registered;
   std::int64_t created_at = 0;                 // unix seconds
   std::int64_t ended_at = 0;                   // when srun reported the end; 0 while it runs
-  std::string verdict;                         // set once decided
+  Verdict verdict = Verdict::none;             // set once decided
   std::string message;                         // the verdict's explanation, for srun's stderr
-  std::string phase;                           // how far a repair got (resumed after a restart)
+  RepairPhase phase = RepairPhase::none;       // how far a repair got (resumed after a restart)
   proto::json repair = proto::json::object();  // the repair's facts (failed nodes, helper job...)
 };
 
 // An event to record with a state change.
 struct EventSpec {
-  std::string kind;
+  EventKind kind;
   std::string detail;
 };
 
@@ -59,22 +47,11 @@ struct Event {
   std::string node;  // set for the events of a node (marks, replacements)
 };
 
-// Where the replacement of a node stands: `waiting` for the jobs on it to
-// end, `replacing` while the provider works (or waits to be asked again),
-// `returning` until the node's new instance has registered, `failed` once
-// the provider gave up (the node stays out; an admin takes over).
-namespace node_state {
-inline constexpr const char* kWaiting = "waiting";
-inline constexpr const char* kReplacing = "replacing";
-inline constexpr const char* kReturning = "returning";
-inline constexpr const char* kFailed = "failed";
-}  // namespace node_state
-
 struct NodeRepair {
   std::string node;
-  std::string state;
-  std::string reason;         // why the node is replaced (its Slurm reason)
-  std::string mode;           // "wait": jobs on it finish first; "now", "force"
+  NodeRepairState state = NodeRepairState::waiting;
+  std::string reason;  // why the node is replaced (its Slurm reason)
+  RepairMode mode = RepairMode::wait;
   std::int64_t instance = 0;  // the slurmd start time of the instance replaced
   std::int64_t attempts = 0;  // provider calls so far
   std::int64_t next_try = 0;  // unix seconds: when the provider may be asked again
@@ -86,7 +63,8 @@ struct NodeRepair {
 class Store {
  public:
   // Opens (creating if needed) DIR/auto-resume.db. Throws std::runtime_error.
-  explicit Store(const std::filesystem::path& state_dir);
+  // `clock` stamps what is stored.
+  explicit Store(const std::filesystem::path& state_dir, const Clock& clock = system_clock());
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -136,6 +114,7 @@ class Store {
   void add_node_event(const std::string& node, const EventSpec& event, std::uint32_t job_id = 0);
 
  private:
+  const Clock& clock_;
   sqlite3* db_ = nullptr;
   // One connection, used by the server's workers and the resume engine.
   std::mutex mutex_;

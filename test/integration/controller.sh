@@ -71,24 +71,36 @@ assert_eq "$(sed -n 1p replay.out | json_field "['ok']")" True "a fresh credenti
 assert_contains <(sed -n 2p replay.out) '"code":"unauthenticated"' "a replayed credential"
 
 # Bad messages: an error reply each; a malformed line leaves the connection
-# usable, an oversized one closes it; a client connected meanwhile is served.
+# usable, an oversized one closes it; a client connected meanwhile is served
+# while another holds its connection in the middle of a request.
 wire 'not json' '{"v":1}' '{"v":7,"op":"hello","cred":"x"}' @cred >bad.out
 assert_contains <(sed -n 1p bad.out) '"code":"bad_request"' "a line that is not JSON"
 assert_contains <(sed -n 2p bad.out) "missing field 'op'" "a request without op"
 assert_contains <(sed -n 3p bad.out) '"code":"bad_version"' "protocol version 7"
 assert_contains <(sed -n 4p bad.out) '"ok":true' "a good request after bad ones on the same connection"
+# The bystander sends the first half of a request and holds its connection
+# there until the file bystander.go appears (at most 30 s), then sends the
+# rest: a server that serves one connection at a time answers nobody else
+# meanwhile.
 exec 3< <(python3 -c '
-import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+import os, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=40)
+s.sendall(b"{\"v\":1,\"op\":\"x\",")
 print("connected", flush=True)
-time.sleep(3)
-s.sendall(b"{\"v\":1,\"op\":\"x\",\"cred\":\"x\"}\n")
-print(s.makefile().readline().strip(), flush=True)' "$CONTROLLER_PORT")
-read -r -u 3 line && assert_eq "$line" connected "the bystander client"
-wire @big:70000 @cred >big.out
+deadline = time.monotonic() + 30
+while not os.path.exists(sys.argv[2]) and time.monotonic() < deadline:
+    time.sleep(0.05)
+s.sendall(b"\"cred\":\"x\"}\n")
+print(s.makefile().readline().strip(), flush=True)' "$CONTROLLER_PORT" "$WORK/bystander.go")
+on_exit "touch $WORK/bystander.go"  # a failed test does not wait for it
+read -r -t 30 -u 3 line || fail "the bystander client did not connect"
+assert_eq "$line" connected "the bystander client"
+timeout 10 python3 "$AR_SOURCE_DIR/test/integration/wire.py" "$CONTROLLER_PORT" @big:70000 @cred >big.out ||
+  fail "a client was not answered within 10 s while another held its connection mid-request"
 assert_contains <(sed -n 1p big.out) '"code":"too_large"' "a 70000-byte line"
 assert_eq "$(sed -n 2p big.out)" "<closed>" "the connection after an oversized line"
-read -r -u 3 line
+touch bystander.go
+read -r -t 30 -u 3 line || fail "the bystander got no reply to its request once it completed it"
 [[ $line == *'"code":"unauthenticated"'* ]] || fail "the bystander got: $line"
 "$AR_CLI" hello >/dev/null || fail "the controller stopped answering after bad input"
 

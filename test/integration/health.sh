@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The health checks on a real cluster (nodes with a GPU GRES, nvidia-smi
-# replaced by stubs that print recorded output): healthy GPUs pass and leave
-# the node alone; a missing tool fails; the CPU stress check passes on this
-# machine in a short run; and a failing check on a node under a running
-# auto-resume step marks it FAIL with "Action:Replace gpu: ...", and the
-# controller relaunches the step without that node at once.
+# replaced by stubs that print output written by hand): healthy GPUs pass
+# and leave the node alone; a missing tool fails; the CPU stress check
+# passes on this machine in a short run; and a failing check on a node under
+# a running auto-resume step marks it FAIL with "Action:Replace gpu: ...",
+# and the controller relaunches the step without that node at once.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 : "${AR_HEALTHCHECK:?set AR_HEALTHCHECK to the built auto-resume-healthcheck}"

@@ -53,8 +53,8 @@ kill -CONT "${AGENT_PID[node5]}"
 wait_until 20 "node5's heartbeat again" heard 5
 
 # 4. DCGM reports an XID on node5: the agent's policy listener (dcgmi is a
-# stub that prints recorded output once told to) marks node5 at once, and
-# the node is replaced and back idle.
+# stub that prints output written by hand once told to) marks node5 at once,
+# and the node is replaced and back idle.
 cat >dcgmi <<STUB
 #!/bin/bash
 [[ "\$*" == "policy --reg" ]] || { echo "Error: unexpected arguments: \$*"; exit 1; }

@@ -246,8 +246,16 @@ queue_empty() { [[ -z $(squeue -h) ]]; }
 assert_contains() {  # FILE PATTERN [what]
   grep -qE -- "$2" "$1" || { cat "$1" >&2; fail "${3:-$1} does not match /$2/"; }
 }
+# A FILE that cannot be read fails assert_not_contains too: a missing output
+# holds no proof that the pattern is absent.
 assert_not_contains() {  # FILE PATTERN [what]
-  if grep -qE -- "$2" "$1"; then cat "$1" >&2; fail "${3:-$1} matches /$2/"; fi
+  local rc=0
+  grep -qE -- "$2" "$1" || rc=$?
+  case $rc in
+    0) cat "$1" >&2; fail "${3:-$1} matches /$2/" ;;
+    1) ;;
+    *) fail "${3:-$1}: cannot read $1 to check that it does not match /$2/" ;;
+  esac
 }
 # count_tasks PATTERN: processes of this test's cluster whose whole command
 # line matches PATTERN (pgrep -xf), told apart from other clusters' by their

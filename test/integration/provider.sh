@@ -67,11 +67,16 @@ wait_until 20 "the failed replacement to be dropped" event_seen "node node3 repl
 scontrol update node=node3 state=drain reason="maintenance"  # out of the way of part 4
 
 # 3. A script that hangs: killed after provider_timeout, tried again, reported.
+# Other tests run `sleep 300` beside this one: count_tasks counts only this
+# cluster's (by its SLURM_CONF, which the controller's provider calls
+# inherit), and is seen to count the hung script's while it runs.
 echo hang >mode-node2
 scontrol update node=node2 state=fail reason="Action:Replace"
+wait_until 30 "node2's provider script to hang" tasks_are 1 "sleep 300"
 wait_until 30 "node2's replacement to fail" event_seen "node node2 replace_failed: the replacement of node2 failed after 2 tries; .*did not finish within 2 s"
 assert_eq "$(calls node2)" 2 "provider calls for node2"
-pgrep -f "^sleep 300$" >/dev/null && fail "the hung provider script was not killed"
+tasks_are 0 "sleep 300" ||
+  fail "the hung provider script was not killed: $(count_tasks "sleep 300") of its sleeps still run"
 
 # 4. An auto-resume step on node1 and node4 loses node4: no idle node (node2
 # is out, node3 drained) and the provider fails: give_up, not an endless wait.

@@ -25,6 +25,15 @@ controller_up
 make_training_step
 make_training_job 400
 event() { "$AR_CLI" events | grep -qE "job $job [^ ]+ $1"; }
+# store SQL [ARG...]: rows of a read-only query on the controller's store
+# (fields joined by '|'), for what a killed controller left there.
+store() {
+  python3 -c '
+import sqlite3, sys
+db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+for row in db.execute(sys.argv[2], sys.argv[3:]):
+    print("|".join(str(field) for field in row))' "$WORK/state/auto-resume.db" "$@"
+}
 
 job=$(sbatch --parsable -N4 -o job.out job.sh)
 wait_until 60 "attempt 0 to reach step 5" past 5
@@ -34,9 +43,21 @@ wait_until 60 "attempt 0 to reach step 5" past 5
 wait_until 30 "node3 to be taken out" event "node_out: node3 set FAIL"
 kill -KILL "$CONTROLLER_PID"
 wait "$CONTROLLER_PID" 2>/dev/null || true
-note "controller SIGKILLed during the repair"
+# The kill came in the middle of the repair: the store holds attempt 0 as
+# repairing, with the phase it reached and no verdict, and no relaunch yet.
+at_kill=$(store "SELECT state, phase, verdict FROM steps WHERE job_id = ? AND attempt = 0" "$job")
+[[ $at_kill =~ ^repairing\|(detected|node_out|replaced|expanded)\|$ ]] ||
+  fail "the controller was not killed mid-repair: attempt 0 was '$at_kill' (state|phase|verdict)"
+last_event=$(store "SELECT max(id) FROM events")
+assert_eq "$(store "SELECT count(*) FROM events WHERE job_id = ? AND kind = 'relaunch'" "$job")" 0 \
+  "relaunch events before the kill"
+note "controller SIGKILLed during the repair (attempt 0: $at_kill)"
 controller_up
 wait_until 90 "attempt 1 on 4 nodes" started 1
+# The verdict came from the restarted controller.
+relaunch_event=$(store "SELECT min(id) FROM events WHERE job_id = ? AND kind = 'relaunch'" "$job")
+((relaunch_event > last_event)) ||
+  fail "the relaunch (event $relaunch_event) was not recorded after the restart (last event before it: $last_event)"
 "$AR_CLI" events >events.txt
 assert_eq "$(grep -c "job $job [^ ]* relaunch: relaunching run [^ ]* as attempt 1 " events.txt)" 1 "relaunches to attempt 1"
 assert_eq "$(grep -c "job $job [^ ]* registered: step $job\.[0-9]* attempt 1 " events.txt)" 1 "registrations of attempt 1"

@@ -22,6 +22,43 @@ printf 'provider=local\nmax_attempts=4\n' >"$tmp/good.conf"
 "$cli" check-config "$tmp/good.conf" | grep -qx "provider=local" ||
   fail "auto-resume check-config did not print the effective config"
 
+# The effective config names every setting: for a file that sets them all,
+# both binaries print exactly these keys, once each (a setting added to or
+# dropped from the controller's config must be added to or dropped from this
+# list too). The last four are printed only when set.
+settings=(listen state_dir provider max_attempts backoff probe_interval probe_failures end_window
+  repair_timeout min_time_left provider_timeout provider_retries provider_backoff
+  register_timeout heartbeat_timeout heartbeat_max_silent_percent
+  spares provider_command munge_socket local_restart_command)
+printf '%s\n' "${settings[@]}" | sort >"$tmp/settings"
+printf '%s\n' "${settings[@]:0:16}" | sort >"$tmp/settings-unset"
+cat >"$tmp/full.conf" <<'CONF'
+provider=spares
+spares=2
+provider_command=/usr/local/sbin/replace-node
+munge_socket=/run/munge/munge.socket.2
+local_restart_command=/usr/local/sbin/restart-node {node}
+CONF
+printf 'provider=local\n' >"$tmp/minimal.conf"
+# same_keys WHAT EXPECTED_FILE: the keys of the config on stdin are those of
+# EXPECTED_FILE (the diff shows missing keys with -, extra ones with +).
+same_keys() {
+  cut -d= -f1 | sort >"$tmp/keys"
+  diff -u --label expected --label printed "$2" "$tmp/keys" >"$tmp/diff" ||
+    fail "$1 printed other keys than the settings: $(cat "$tmp/diff")"
+}
+"$daemon" --config "$tmp/full.conf" --check-config | same_keys "auto-resumed --check-config" "$tmp/settings"
+"$cli" check-config "$tmp/full.conf" | same_keys "auto-resume check-config" "$tmp/settings"
+"$daemon" --config "$tmp/minimal.conf" --check-config |
+  same_keys "auto-resumed --check-config (provider=local alone)" "$tmp/settings-unset"
+"$cli" check-config "$tmp/minimal.conf" |
+  same_keys "auto-resume check-config (provider=local alone)" "$tmp/settings-unset"
+# The keys the parser knows (listed when a key is unknown) are the same.
+printf 'provider=local\nno_such_key=1\n' >"$tmp/unknown.conf"
+if "$cli" check-config "$tmp/unknown.conf" >"$tmp/out" 2>&1; then fail "auto-resume accepted an unknown key"; fi
+sed -n 's/.*unknown key .no_such_key. (known: \(.*\))$/\1/p' "$tmp/out" | tr -d ' ' | tr ',' '\n' |
+  same_keys "the unknown key's error ($(cat "$tmp/out"))" "$tmp/settings"
+
 printf 'provider=local\nmax_attempts=lots\n' >"$tmp/bad.conf"
 for cmd in "$daemon --config $tmp/bad.conf --check-config" "$cli check-config $tmp/bad.conf"; do
   if $cmd >"$tmp/out" 2>&1; then fail "$cmd accepted a bad value"; fi

@@ -1,6 +1,7 @@
 #pragma once
-// Recorded tool outputs under test/unit/fixtures/<tool>/ (each directory's
-// README says where they come from).
+// Tool outputs under test/unit/fixtures/<tool>/, written by hand after the
+// tools' formats except where a directory's README says one was captured
+// (each README says where they come from).
 
 #include <catch2/catch.hpp>
 #include <fstream>

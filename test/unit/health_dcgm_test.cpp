@@ -74,7 +74,7 @@ TEST_CASE("a violation is reported when its block is complete, and names the GPU
         "Action:Replace dcgm: XID 79 on GPU 3: GPU has fallen off the bus");
 }
 
-TEST_CASE("a quiet listener reports nothing; dcgmi's errors fail it", "[health]") {
+TEST_CASE("a quiet listener reports nothing, and dcgmi's errors fail it", "[health]") {
   DcgmPolicyListener quiet;
   CHECK(listen(quiet, fixture("dcgmi", "policy-listening.txt")).empty());
   CHECK(quiet.listening());

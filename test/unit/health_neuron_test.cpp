@@ -83,7 +83,7 @@ TEST_CASE("each Neuron hardware error fails, naming device, core, counter and co
         "no count in ROOT/neuron0/stats/hardware/sram_ecc_uncorrected: 'N/A'");
 }
 
-TEST_CASE("missing Neuron devices or driver fail; none configured is n/a", "[health]") {
+TEST_CASE("missing Neuron devices or driver fail, and none configured is n/a", "[health]") {
   CHECK(check("healthy.txt", 3) == "2 Neuron devices in ROOT, 3 configured");
   CHECK(check("", 1) == "0 Neuron devices in ROOT, 1 configured");
 

@@ -32,7 +32,7 @@ TEST_CASE("each GPU failure fails with its reason", "[health]") {
   fails("healthy-2.xml", 8, "2 GPUs visible, 8 configured");
 }
 
-TEST_CASE("no GPUs configured: not applicable; garbage output: a failure", "[health]") {
+TEST_CASE("no GPUs configured: not applicable, and garbage output: a failure", "[health]") {
   CHECK(ar::health::check_nvidia_smi("", 0).status == Status::not_applicable);
   CHECK(ar::health::check_nvidia_smi(fixture("nvidia-smi", "healthy-2.xml"), 0).status ==
         Status::not_applicable);

@@ -1,18 +1,22 @@
 #include "autoresume/protocol.hpp"
 
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
-using ar::proto::json;
-using ar::proto::ProtocolError;
+namespace proto = ar::proto;
 using Catch::Matchers::Contains;
+using Catch::Matchers::Equals;
+using proto::json;
+using proto::ProtocolError;
 
 namespace {
 
 // The code of the ProtocolError `line` raises.
 std::string error_code(const std::string& line) {
   try {
-    ar::proto::parse_request(line);
+    proto::parse_request(line);
   } catch (const ProtocolError& e) {
     return e.code();
   }
@@ -29,16 +33,61 @@ json valid_step() {
           {"nodelist", "node[1-4]"}};
 }
 
+// `valid` with `field` set to `value`, or without it.
+json with(json valid, const std::string& field, const std::optional<json>& value) {
+  if (value)
+    valid[field] = *value;
+  else
+    valid.erase(field);
+  return valid;
+}
+
+struct Refusal {
+  std::string field;
+  std::optional<json> value;  // nothing: the field is left out
+  std::string message;        // the whole error message
+};
+
+// Each change of `valid` is refused as bad_request with its message.
+template <typename Message>
+void check_refusals(const json& valid, const std::vector<Refusal>& refusals) {
+  CHECK_NOTHROW(Message::from_json(valid));
+  for (const auto& [field, value, message] : refusals) {
+    INFO(field << " = " << (value ? value->dump() : "(absent)"));
+    try {
+      Message::from_json(with(valid, field, value));
+      FAIL_CHECK("accepted");
+    } catch (const ProtocolError& e) {
+      CHECK(e.code() == proto::code::kBadRequest);
+      CHECK_THAT(e.what(), Equals(message));
+    }
+  }
+}
+
+// `message` survives to_json and from_json, and its JSON is `wire` exactly.
+template <typename Message>
+Message round_trip(const Message& message, const std::string& wire) {
+  CHECK(message.to_json().dump() == wire);
+  auto back = Message::from_json(json::parse(wire));
+  CHECK(back.to_json().dump() == wire);
+  return back;
+}
+
+std::string missing(const char* field) { return std::string("missing field '") + field + "'"; }
+std::string not_u32(const char* field, const char* got) {
+  return std::string("field '") + field + "' must be an unsigned 32-bit integer, got " + got;
+}
+
 }  // namespace
 
 TEST_CASE("a request made by make_request parses back", "[protocol]") {
-  const auto line = ar::proto::make_request("r1", "register", "CRED", valid_step());
+  const auto line = proto::make_request("r1", "register", "CRED", valid_step());
   REQUIRE(line.back() == '\n');
-  const auto request = ar::proto::parse_request(line.substr(0, line.size() - 1));
+  const auto request = proto::parse_request(line.substr(0, line.size() - 1));
   CHECK(request.id == "r1");
   CHECK(request.op == "register");
   CHECK(request.cred == "CRED");
-  CHECK(ar::proto::StepRegistration::from_json(request.body).run_id == "12.0-abc");
+  CHECK(proto::RegisterRequest::from_json(request.body).run_id == "12.0-abc");
 }
 
 TEST_CASE("malformed requests are refused with a reason", "[protocol]") {
@@ -50,42 +99,309 @@ TEST_CASE("malformed requests are refused with a reason", "[protocol]") {
   CHECK(error_code(R"({"v":1,"cred":"c"})") == "bad_request");
   CHECK(error_code(R"({"v":1,"op":"hello"})") == "bad_request");
   CHECK(error_code(R"({"v":1,"op":7,"cred":"c"})") == "bad_request");
-  CHECK(error_code(std::string(ar::proto::kMaxMessageBytes + 1, ' ')) == "too_large");
+  CHECK(error_code(std::string(proto::kMaxMessageBytes + 1, ' ')) == "too_large");
   CHECK(error_code(R"({"v":1,"id":[[[1]]],"op":"hello","cred":"c"})") == "bad_request");
   CHECK(error_code(R"({"v":1,"id":")" + std::string(129, 'x') + R"(","op":"hello","cred":"c"})") ==
         "bad_request");
-  CHECK_THROWS_WITH(ar::proto::parse_request(R"({"v":1,"cred":"c"})"), Contains("'op'"));
-  CHECK_THROWS_WITH(ar::proto::parse_request(R"({"v":9,"op":"x","cred":"c"})"),
-                    Contains("version 9"));
-}
-
-TEST_CASE("a step registration names the field it finds wrong", "[protocol]") {
-  CHECK(ar::proto::StepRegistration::from_json(valid_step()).argv.size() == 3);
-  const std::pair<const char*, json> bad[] = {
-      {"job_id", -1},   {"job_id", "12"}, {"job_id", 4294967296LL}, {"step_id", 1.5},
-      {"run_id", ""},   {"run_id", 5},    {"attempt", nullptr},     {"argv", json::array()},
-      {"argv", {1, 2}}, {"argv", "srun"}, {"cwd", false},           {"nodelist", json::object()}};
-  for (const auto& [field, value] : bad) {
-    INFO(field << " = " << value.dump());
-    auto body = valid_step();
-    body[field] = value;
-    CHECK_THROWS_WITH(ar::proto::StepRegistration::from_json(body), Contains(field));
-  }
-  auto missing = valid_step();
-  missing.erase("cwd");
-  CHECK_THROWS_WITH(ar::proto::StepRegistration::from_json(missing),
-                    Contains("missing field 'cwd'"));
+  CHECK_THROWS_WITH(proto::parse_request(R"({"v":1,"cred":"c"})"), Contains("'op'"));
+  CHECK_THROWS_WITH(proto::parse_request(R"({"v":9,"op":"x","cred":"c"})"), Contains("version 9"));
 }
 
 TEST_CASE("replies carry the version, the id and the outcome", "[protocol]") {
-  const auto ok = json::parse(ar::proto::ok_reply(5, {{"a", 1}}));
-  CHECK(ok["v"] == ar::proto::kVersion);
+  const auto ok = json::parse(proto::ok_reply(5, {{"a", 1}}));
+  CHECK(ok["v"] == proto::kVersion);
   CHECK(ok["id"] == 5);
   CHECK(ok["ok"] == true);
   CHECK(ok["result"]["a"] == 1);
-  const auto error = json::parse(ar::proto::error_reply(nullptr, "forbidden", "not yours"));
+  const auto error = json::parse(proto::error_reply(nullptr, "forbidden", "not yours"));
   CHECK(error["ok"] == false);
   CHECK_FALSE(error.contains("id"));
   CHECK(error["error"]["code"] == "forbidden");
   CHECK(error["error"]["message"] == "not yours");
+}
+
+TEST_CASE("each request names its op and goes over the wire as it did", "[protocol]") {
+  CHECK(std::string(proto::HelloRequest::kOp) == "hello");
+  CHECK(std::string(proto::RegisterRequest::kOp) == "register");
+  CHECK(std::string(proto::StatusRequest::kOp) == "status");
+  CHECK(std::string(proto::EventsRequest::kOp) == "events");
+  CHECK(std::string(proto::VerdictRequest::kOp) == "verdict");
+  CHECK(std::string(proto::CancelRequest::kOp) == "cancel");
+  CHECK(std::string(proto::HeartbeatRequest::kOp) == "heartbeat");
+  CHECK(std::string(proto::ReplaceRequest::kOp) == "replace");
+  CHECK(std::string(proto::NodesRequest::kOp) == "nodes");
+
+  round_trip(proto::HelloRequest{}, "{}");
+  round_trip(proto::NodesRequest{}, "{}");
+  const auto step =
+      round_trip(proto::RegisterRequest::from_json(valid_step()),
+                 R"({"argv":["srun","--auto-resume=1","train.sh"],"attempt":0,"cwd":"/home/u",)"
+                 R"("job_id":12,"nodelist":"node[1-4]","run_id":"12.0-abc","step_id":0})");
+  CHECK(step.argv.size() == 3);
+  CHECK(round_trip(proto::StatusRequest{}, "{}").job_id == std::nullopt);
+  CHECK(round_trip(proto::StatusRequest{12}, R"({"job_id":12})").job_id == 12U);
+  CHECK(round_trip(proto::EventsRequest{}, "{}").since == std::nullopt);
+  CHECK(round_trip(proto::EventsRequest{1700000000}, R"({"since":1700000000})").since ==
+        1700000000);
+  const auto verdict = round_trip(proto::VerdictRequest{"12.0-abc", 2, true},
+                                  R"({"attempt":2,"ended":true,"run_id":"12.0-abc"})");
+  CHECK(verdict.run_id == "12.0-abc");
+  CHECK(verdict.attempt == 2);
+  CHECK(verdict.ended);
+  round_trip(proto::VerdictRequest{"r", 0, false}, R"({"attempt":0,"ended":false,"run_id":"r"})");
+  CHECK(round_trip(proto::CancelRequest{"r", 1, "srun got SIGINT"},
+                   R"({"attempt":1,"reason":"srun got SIGINT","run_id":"r"})")
+            .reason == "srun got SIGINT");
+  round_trip(proto::CancelRequest{"r", 1, ""}, R"({"attempt":1,"run_id":"r"})");
+  CHECK(round_trip(proto::HeartbeatRequest{"node1", true}, R"({"node":"node1","stopping":true})")
+            .stopping);
+  round_trip(proto::HeartbeatRequest{"node1", false}, R"({"node":"node1"})");
+  for (const auto mode :
+       {proto::ReplaceMode::wait, proto::ReplaceMode::now, proto::ReplaceMode::force}) {
+    const auto wire = R"({"mode":")" + std::string(proto::to_string(mode)) + R"(","node":"node2"})";
+    CHECK(round_trip(proto::ReplaceRequest{"node2", mode}, wire).mode == mode);
+  }
+}
+
+TEST_CASE("optional request fields have their documented defaults", "[protocol]") {
+  CHECK_FALSE(proto::VerdictRequest::from_json({{"run_id", "r"}, {"attempt", 0}}).ended);
+  CHECK(proto::CancelRequest::from_json({{"run_id", "r"}, {"attempt", 0}}).reason.empty());
+  CHECK_FALSE(proto::HeartbeatRequest::from_json({{"node", "n1"}}).stopping);
+  CHECK(proto::ReplaceRequest::from_json({{"node", "n1"}}).mode == proto::ReplaceMode::wait);
+  // Fields an op does not know are left alone, as the envelope's are.
+  CHECK(proto::StatusRequest::from_json({{"v", 1}, {"op", "status"}, {"x", 1}}).job_id ==
+        std::nullopt);
+}
+
+TEST_CASE("a step registration names the field it finds wrong", "[protocol]") {
+  check_refusals<proto::RegisterRequest>(
+      valid_step(),
+      {{"job_id", -1, not_u32("job_id", "-1")},
+       {"job_id", "12", not_u32("job_id", "\"12\"")},
+       {"job_id", 4294967296LL, not_u32("job_id", "4294967296")},
+       {"job_id", std::nullopt, missing("job_id")},
+       {"step_id", 1.5, not_u32("step_id", "1.5")},
+       {"run_id", "", "field 'run_id' must not be empty"},
+       {"run_id", 5, "field 'run_id' must be a string"},
+       {"run_id", std::string(129, 'r'), "field 'run_id' is longer than 128 bytes"},
+       {"attempt", nullptr, not_u32("attempt", "null")},
+       {"argv", json::array(), "field 'argv' must not be empty"},
+       {"argv", json{1, 2}, "field 'argv' must be an array of strings"},
+       {"argv", "srun", "field 'argv' must be an array of strings"},
+       {"argv", json(std::vector<std::string>(1025, "x")), "field 'argv' has more than 1024 items"},
+       {"cwd", false, "field 'cwd' must be a string"},
+       {"cwd", std::nullopt, missing("cwd")},
+       {"cwd", std::string(4097, 'c'), "field 'cwd' is longer than 4096 bytes"},
+       {"nodelist", json::object(), "field 'nodelist' must be a string"}});
+  // The limits themselves are accepted.
+  CHECK_NOTHROW(
+      proto::RegisterRequest::from_json(with(valid_step(), "run_id", std::string(128, 'r'))));
+  CHECK_NOTHROW(proto::RegisterRequest::from_json(with(valid_step(), "job_id", 4294967295LL)));
+}
+
+TEST_CASE("the other requests name the field they find wrong", "[protocol]") {
+  check_refusals<proto::StatusRequest>(
+      json::object(),
+      {{"job_id", -3, not_u32("job_id", "-3")}, {"job_id", nullptr, not_u32("job_id", "null")}});
+  check_refusals<proto::EventsRequest>(json::object(),
+                                       {{"since", "yesterday", not_u32("since", "\"yesterday\"")},
+                                        {"since", 4294967296LL, not_u32("since", "4294967296")}});
+  const json step_ref{{"run_id", "r"}, {"attempt", 0}};
+  check_refusals<proto::VerdictRequest>(
+      step_ref, {{"run_id", std::nullopt, missing("run_id")},
+                 {"run_id", std::string(129, 'r'), "field 'run_id' is longer than 128 bytes"},
+                 {"attempt", std::nullopt, missing("attempt")},
+                 {"attempt", "0", not_u32("attempt", "\"0\"")},
+                 {"ended", "yes", "field 'ended' must be true or false, got \"yes\""},
+                 {"ended", 1, "field 'ended' must be true or false, got 1"}});
+  check_refusals<proto::CancelRequest>(
+      step_ref, {{"run_id", 1, "field 'run_id' must be a string"},
+                 {"attempt", -1, not_u32("attempt", "-1")},
+                 {"reason", 7, "field 'reason' must be a string"},
+                 {"reason", std::string(257, 'x'), "field 'reason' is longer than 256 bytes"}});
+  CHECK(proto::CancelRequest::from_json(with(step_ref, "reason", std::string(256, 'x')))
+            .reason.size() == 256);
+  check_refusals<proto::HeartbeatRequest>(
+      {{"node", "node1"}},
+      {{"node", std::nullopt, missing("node")},
+       {"stopping", "true", "field 'stopping' must be true or false, got \"true\""}});
+  check_refusals<proto::ReplaceRequest>(
+      {{"node", "node1"}, {"mode", "now"}},
+      {{"node", std::nullopt, missing("node")},
+       {"mode", 1, "field 'mode' must be a string"},
+       {"mode", "later", "unknown mode 'later' (known: wait, now, force)"},
+       {"mode", std::string(17, 'w'), "field 'mode' is longer than 16 bytes"}});
+}
+
+TEST_CASE("heartbeat and replace take a node name as slurm.conf spells one", "[protocol]") {
+  for (const auto* name : {"node1", "gpu-a_01.rack2", "N", "0"}) {
+    INFO(name);
+    CHECK(proto::HeartbeatRequest::from_json({{"node", name}}).node == name);
+    CHECK(proto::ReplaceRequest::from_json({{"node", name}}).node == name);
+  }
+  const std::string longest(64, 'n');
+  CHECK(proto::HeartbeatRequest::from_json({{"node", longest}}).node == longest);
+  const std::vector<std::pair<json, std::string>> bad{
+      {"", "field 'node': '' is not a node name"},
+      {"node1;reboot", "field 'node': 'node1;reboot' is not a node name"},
+      {"node 1", "field 'node': 'node 1' is not a node name"},
+      {"node1/..", "field 'node': 'node1/..' is not a node name"},
+      {"nöde", "field 'node': 'nöde' is not a node name"},
+      {std::string(65, 'n'), "field 'node' is longer than 64 bytes"},
+      {42, "field 'node' must be a string"}};
+  for (const auto& [node, message] : bad) {
+    INFO(node.dump());
+    CHECK_THROWS_WITH(proto::HeartbeatRequest::from_json({{"node", node}}), Equals(message));
+    CHECK_THROWS_WITH(proto::ReplaceRequest::from_json({{"node", node}, {"mode", "wait"}}),
+                      Equals(message));
+  }
+}
+
+TEST_CASE("replace modes have one name each", "[protocol]") {
+  for (const auto mode :
+       {proto::ReplaceMode::wait, proto::ReplaceMode::now, proto::ReplaceMode::force})
+    CHECK(proto::parse_replace_mode(proto::to_string(mode)) == mode);
+  CHECK(proto::to_string(proto::ReplaceMode::force) == "force");
+  CHECK(proto::parse_replace_mode("Wait") == std::nullopt);
+  CHECK(proto::parse_replace_mode("") == std::nullopt);
+}
+
+TEST_CASE("each reply goes over the wire as it did and parses back", "[protocol]") {
+  const auto hello = round_trip(proto::HelloReply{"0.1.0", 1, 1000},
+                                R"({"protocol":1,"uid":1000,"version":"0.1.0"})");
+  CHECK(hello.version == "0.1.0");
+  CHECK(hello.uid == 1000);
+  CHECK(round_trip(proto::RegisterReply{"12.0-abc", 1, true},
+                   R"({"attempt":1,"duplicate":true,"run_id":"12.0-abc"})")
+            .duplicate);
+
+  proto::StatusReply status;
+  status.steps.push_back({proto::RegisterRequest::from_json(valid_step()), 1000, "decided", 17,
+                          "give_up", "no spare nodes", ""});
+  status.steps.push_back(
+      {proto::RegisterRequest::from_json(valid_step()), 0, "repairing", 18, "", "", "node_out"});
+  const auto steps = round_trip(
+      status,
+      R"({"steps":[{"argv":["srun","--auto-resume=1","train.sh"],"attempt":0,"created_at":17,)"
+      R"("cwd":"/home/u","job_id":12,"message":"no spare nodes","nodelist":"node[1-4]",)"
+      R"("run_id":"12.0-abc","state":"decided","step_id":0,"uid":1000,"verdict":"give_up"},)"
+      R"({"argv":["srun","--auto-resume=1","train.sh"],"attempt":0,"created_at":18,)"
+      R"("cwd":"/home/u","job_id":12,"nodelist":"node[1-4]","phase":"node_out",)"
+      R"("run_id":"12.0-abc","state":"repairing","step_id":0,"uid":0}]})");
+  REQUIRE(steps.steps.size() == 2);
+  CHECK(steps.steps[0].verdict == "give_up");
+  CHECK(steps.steps[1].phase == "node_out");
+  CHECK(steps.steps[1].message.empty());
+  round_trip(proto::StatusReply{}, R"({"steps":[]})");
+
+  proto::EventsReply events;
+  events.events.push_back({1, 1700000000, 12, "12.0-abc", "registered", "step 12.0", ""});
+  events.events.push_back({2, 1700000001, 0, "", "marked", "FAIL", "node3"});
+  CHECK(round_trip(events, R"({"events":[{"at":1700000000,"detail":"step 12.0","id":1,"job_id":12,)"
+                           R"("kind":"registered","node":"","run_id":"12.0-abc"},{"at":1700000001,)"
+                           R"("detail":"FAIL","id":2,"job_id":0,"kind":"marked","node":"node3",)"
+                           R"("run_id":""}]})")
+            .events[1]
+            .node == "node3");
+
+  proto::VerdictReply verdict{"r", 0, ar::Verdict::relaunch, "repaired", {{"node[1-3,5]", 4}}};
+  const auto relaunch = round_trip(
+      verdict, R"({"attempt":0,"message":"repaired","relaunch":{"nodelist":"node[1-3,5]",)"
+               R"("num_nodes":4},"run_id":"r","verdict":"relaunch"})");
+  REQUIRE(relaunch.relaunch);
+  CHECK(relaunch.relaunch->num_nodes == 4);
+  CHECK(relaunch.verdict == ar::Verdict::relaunch);
+  const auto waiting =
+      round_trip(proto::VerdictReply{"r", 3, ar::Verdict::wait, "checking the step's nodes", {}},
+                 R"({"attempt":3,"message":"checking the step's nodes","run_id":"r",)"
+                 R"("verdict":"wait"})");
+  CHECK_FALSE(waiting.relaunch);
+  CHECK(round_trip(proto::CancelReply{"r", 0, ar::Verdict::cancelled, "stopped"},
+                   R"({"attempt":0,"message":"stopped","run_id":"r","verdict":"cancelled"})")
+            .verdict == ar::Verdict::cancelled);
+  round_trip(proto::HeartbeatReply{}, "{}");
+  CHECK(round_trip(proto::ReplaceReply{"node2", "node2 is being replaced"},
+                   R"({"message":"node2 is being replaced","node":"node2"})")
+            .message == "node2 is being replaced");
+
+  proto::NodesReply nodes;
+  nodes.replacements.push_back({"node3", "failed", "Action:Replace", "wait", 2, 1700000000, ""});
+  nodes.heartbeats = {{"node1", 0.5}, {"node2", 1.25}};
+  const auto back =
+      round_trip(nodes, R"({"heartbeats":{"node1":0.5,"node2":1.25},"replacements":[{"attempts":2,)"
+                        R"("detail":"","mode":"wait","node":"node3","reason":"Action:Replace",)"
+                        R"("started_at":1700000000,"state":"failed"}]})");
+  CHECK(back.heartbeats.at("node2") == 1.25);
+  round_trip(proto::NodesReply{}, R"({"heartbeats":{},"replacements":[]})");
+}
+
+TEST_CASE("a reply names the field it finds wrong", "[protocol]") {
+  check_refusals<proto::HelloReply>(proto::HelloReply{"0.1.0", 1, 0}.to_json(),
+                                    {{"version", 1, "field 'version' must be a string"},
+                                     {"uid", -1, not_u32("uid", "-1")},
+                                     {"protocol", std::nullopt, missing("protocol")}});
+  check_refusals<proto::RegisterReply>(
+      proto::RegisterReply{"r", 0, false}.to_json(),
+      {{"duplicate", std::nullopt, missing("duplicate")},
+       {"duplicate", 0, "field 'duplicate' must be true or false, got 0"},
+       {"run_id", std::string(129, 'r'), "field 'run_id' is longer than 128 bytes"}});
+  check_refusals<proto::VerdictReply>(
+      proto::VerdictReply{"r", 0, ar::Verdict::none, "running", {}}.to_json(),
+      {{"verdict", "maybe", "field 'verdict': unknown verdict 'maybe'"},
+       {"verdict", std::nullopt, missing("verdict")},
+       {"message", nullptr, "field 'message' must be a string"},
+       {"relaunch", "node1", "field 'relaunch' must be an object, got \"node1\""},
+       {"relaunch", json::object(), "field 'relaunch': missing field 'nodelist'"},
+       {"relaunch", json{{"nodelist", "n1"}, {"num_nodes", -2}},
+        "field 'relaunch': " + not_u32("num_nodes", "-2")}});
+  check_refusals<proto::CancelReply>(
+      proto::CancelReply{"r", 0, ar::Verdict::give_up, "no"}.to_json(),
+      {{"verdict", "", "field 'verdict': unknown verdict ''"},
+       {"attempt", std::nullopt, missing("attempt")}});
+  check_refusals<proto::ReplaceReply>(proto::ReplaceReply{"node1", "ok"}.to_json(),
+                                      {{"node", "a b", "field 'node': 'a b' is not a node name"},
+                                       {"message", std::nullopt, missing("message")}});
+
+  auto step =
+      proto::StatusReply::Step{
+          proto::RegisterRequest::from_json(valid_step()), 0, "registered", 1, "", "", ""}
+          .to_json();
+  check_refusals<proto::StatusReply>(
+      json{{"steps", json::array({step})}},
+      {{"steps", std::nullopt, missing("steps")},
+       {"steps", step, "field 'steps' must be an array of objects"},
+       {"steps", json::array({step, 3}), "field 'steps' item 1 must be an object, got 3"},
+       {"steps", json::array({with(step, "uid", std::nullopt)}),
+        "field 'steps' item 0: missing field 'uid'"},
+       {"steps", json::array({with(step, "argv", "srun")}),
+        "field 'steps' item 0: field 'argv' must be an array of strings"},
+       {"steps", json::array({with(step, "created_at", 1.5)}),
+        "field 'steps' item 0: field 'created_at' must be a 64-bit integer, got 1.5"},
+       {"steps", json::array({with(step, "phase", 2)}),
+        "field 'steps' item 0: field 'phase' must be a string"}});
+
+  const auto event = proto::EventsReply::Event{1, 2, 3, "r", "ended", "", ""}.to_json();
+  check_refusals<proto::EventsReply>(
+      json{{"events", json::array({event})}},
+      {{"events", json::array({with(event, "node", std::nullopt)}),
+        "field 'events' item 0: missing field 'node'"},
+       {"events", json::array({with(event, "id", 18446744073709551615ULL)}),
+        "field 'events' item 0: field 'id' must be a 64-bit integer, got 18446744073709551615"},
+       {"events", json::array({with(event, "kind", false)}),
+        "field 'events' item 0: field 'kind' must be a string"}});
+
+  check_refusals<proto::NodesReply>(
+      proto::NodesReply{{{"n1", "waiting", "r", "wait", 0, 0, ""}}, {{"n1", 1.0}}}.to_json(),
+      {{"heartbeats", std::nullopt, missing("heartbeats")},
+       {"heartbeats", json::array(), "field 'heartbeats' must be an object, got []"},
+       {"heartbeats", json{{"n1", "1s"}},
+        "field 'heartbeats': 'n1' must be a number of seconds, got \"1s\""},
+       {"replacements", json::array({json::object()}),
+        "field 'replacements' item 0: missing field 'node'"}});
+
+  // A result that is not an object at all.
+  CHECK_THROWS_WITH(proto::HeartbeatReply::from_json(json::array()),
+                    Equals("the result must be a JSON object, got []"));
+  CHECK_THROWS_WITH(proto::StatusReply::from_json("x"),
+                    Equals("the result must be a JSON object, got \"x\""));
 }

@@ -39,7 +39,7 @@ TEST_CASE("a registered step survives reopening the store", "[store]") {
   const auto found = reopened.find("7.0-a", 0);
   REQUIRE(found);
   CHECK(found->uid == 1000);
-  CHECK(found->state == "registered");
+  CHECK(found->state == ar::StepState::registered);
   CHECK(found->step.argv == std::vector<std::string>{"srun", "--auto-resume=1", "a b"});
   CHECK(found->step.nodelist == "node[1-2]");
   const auto events = reopened.events(std::nullopt, 0);
@@ -80,18 +80,19 @@ TEST_CASE("a step's resume state is saved with its event and survives reopening"
     store.register_step(step(5, "5.0-a", 0), 1000);
     store.register_step(step(6, "6.0-b", 0), 1000);
     auto s = store.find("5.0-a", 0).value();
-    s.state = ar::step_state::kRepairing;
-    s.phase = "node_out";
+    s.state = ar::StepState::repairing;
+    s.phase = ar::RepairPhase::node_out;
     s.ended_at = 42;
     s.repair["failed"] = {{{"node", "node3"}, {"instance", 17}}};
-    store.save(s, ar::EventSpec{"node_out", "node3 set FAIL"});
+    store.save(s, ar::EventSpec{ar::EventKind::node_out, "node3 set FAIL"});
     auto other = store.find("6.0-b", 0).value();
-    other.state = ar::step_state::kDecided;
-    other.verdict = "no_fault";
+    other.state = ar::StepState::decided;
+    other.verdict = ar::Verdict::no_fault;
     other.message = "no node at fault";
     CHECK(store.save(other, std::nullopt));
-    other.verdict = "relaunch";
-    CHECK_FALSE(store.save(other, ar::EventSpec{"late", "too late"}));  // decided is final
+    other.verdict = ar::Verdict::relaunch;
+    CHECK_FALSE(
+        store.save(other, ar::EventSpec{ar::EventKind::error, "too late"}));  // decided is final
     auto ghost = other;
     ghost.step.run_id = "none";
     CHECK_THROWS_WITH(store.save(ghost, std::nullopt), "no step none attempt 0 to update");
@@ -100,10 +101,10 @@ TEST_CASE("a step's resume state is saved with its event and survives reopening"
   const auto active = store.active_steps();
   REQUIRE(active.size() == 1);
   CHECK(active[0].step.run_id == "5.0-a");
-  CHECK(active[0].phase == "node_out");
+  CHECK(active[0].phase == ar::RepairPhase::node_out);
   CHECK(active[0].ended_at == 42);
   CHECK(active[0].repair["failed"][0]["node"] == "node3");
-  CHECK(store.find("6.0-b", 0)->verdict == "no_fault");
+  CHECK(store.find("6.0-b", 0)->verdict == ar::Verdict::no_fault);
   CHECK(store.job_steps(6).size() == 1);
   const auto events = store.events(std::nullopt, 0);
   REQUIRE(events.size() == 3);
@@ -130,7 +131,7 @@ TEST_CASE("a database of the first schema gains the resume columns", "[store]") 
   ar::Store store(dir.path);
   const auto old = store.find("1.0-a", 0);
   REQUIRE(old);
-  CHECK(old->verdict.empty());
+  CHECK(old->verdict == ar::Verdict::none);
   CHECK(old->repair == ar::proto::json::object());
 }
 
@@ -139,19 +140,19 @@ TEST_CASE("narrow writes never overwrite a repair or a verdict", "[store]") {
   ar::Store store(dir.path);
   store.register_step(step(8, "8.0-a", 0), 1000);
   auto s = store.find("8.0-a", 0).value();
-  CHECK(store.mark_ended(s, 50, {"ended", "srun says so"}));
-  CHECK(store.find("8.0-a", 0)->state == "ended");
+  CHECK(store.mark_ended(s, 50, {ar::EventKind::ended, "srun says so"}));
+  CHECK(store.find("8.0-a", 0)->state == ar::StepState::ended);
   CHECK(store.find("8.0-a", 0)->ended_at == 50);
-  CHECK_FALSE(store.mark_ended(s, 60, {"ended", "again"}));  // past `registered`
+  CHECK_FALSE(store.mark_ended(s, 60, {ar::EventKind::ended, "again"}));  // past `registered`
 
   s = store.find("8.0-a", 0).value();
-  s.state = ar::step_state::kRepairing;
-  s.phase = "replaced";
+  s.state = ar::StepState::repairing;
+  s.phase = ar::RepairPhase::replaced;
   s.repair["helpers"] = {{"node4", 99}};
   CHECK(store.save(s, std::nullopt));
   CHECK(store.cancel(s, "srun got SIGINT"));
   const auto cancelled = store.find("8.0-a", 0).value();
-  CHECK(cancelled.verdict == "cancelled");
+  CHECK(cancelled.verdict == ar::Verdict::cancelled);
   CHECK(cancelled.message == "srun got SIGINT");
   CHECK(cancelled.repair["helpers"]["node4"] == 99);  // kept, to cancel the helper
   CHECK_FALSE(store.cancel(s, "twice"));
@@ -170,7 +171,7 @@ TEST_CASE("a job has one protected run at a time", "[store]") {
   CHECK(store.register_step(step(10, "10.0-c", 0), 1000) == ar::Store::Insert::created);
   for (const auto& s : store.job_steps(9)) {
     auto decided = s;
-    decided.state = ar::step_state::kDecided;
+    decided.state = ar::StepState::decided;
     store.save(decided, std::nullopt);
   }
   CHECK(store.register_step(step(9, "9.1-b", 0), 1000) == ar::Store::Insert::created);
@@ -180,26 +181,29 @@ TEST_CASE("node replacements and node events are kept across reopening", "[store
   TempDir dir;
   {
     ar::Store store(dir.path);
-    ar::NodeRepair r{"node3", ar::node_state::kWaiting, "Action:Replace", "wait", 17, 0, 0, 5, ""};
-    store.save_node_repair(r, {"replace_requested", "node3 marked"});
-    r.state = ar::node_state::kReplacing;
+    ar::NodeRepair r{
+        "node3", ar::NodeRepairState::waiting, "Action:Replace", ar::RepairMode::wait, 17, 0, 0, 5,
+        ""};
+    store.save_node_repair(r, {ar::EventKind::replace_requested, "node3 marked"});
+    r.state = ar::NodeRepairState::replacing;
     r.attempts = 1;
-    store.save_node_repair(r, {"provider", "try 1"});
-    store.save_node_repair({"node4", ar::node_state::kFailed, "x", "now", 1, 3, 0, 9, "boom"},
-                           {"replace_failed", "boom"});
-    store.add_node_event("", {"stalled", "the controller stood still"});
+    store.save_node_repair(r, {ar::EventKind::provider, "try 1"});
+    store.save_node_repair(
+        {"node4", ar::NodeRepairState::failed, "x", ar::RepairMode::now, 1, 3, 0, 9, "boom"},
+        {ar::EventKind::replace_failed, "boom"});
+    store.add_node_event("", {ar::EventKind::stalled, "the controller stood still"});
   }
   ar::Store store(dir.path);
   const auto all = store.node_repairs();
   REQUIRE(all.size() == 2);
   CHECK(all[0].node == "node3");
-  CHECK(all[0].state == "replacing");
+  CHECK(all[0].state == ar::NodeRepairState::replacing);
   CHECK(all[0].attempts == 1);
   CHECK(all[0].instance == 17);
   CHECK(all[1].detail == "boom");
-  store.remove_node_repair("node3", {"replaced", "node3 is back"});
+  store.remove_node_repair("node3", {ar::EventKind::node_replaced, "node3 is back"});
   CHECK_FALSE(store.node_repair("node3"));
-  CHECK(store.node_repair("node4")->mode == "now");
+  CHECK(store.node_repair("node4")->mode == ar::RepairMode::now);
   const auto events = store.events(std::nullopt, 0);
   REQUIRE(events.size() == 5);
   CHECK(events[0].node == "node3");
@@ -230,6 +234,6 @@ TEST_CASE("a database of the second schema gains the events' node", "[store]") {
   REQUIRE(events.size() == 1);
   CHECK(events[0].detail == "old");
   CHECK(events[0].node.empty());
-  store.add_node_event("node1", {"marked", "new"});
+  store.add_node_event("node1", {ar::EventKind::marked, "new"});
   CHECK(store.events(std::nullopt, 0).back().node == "node1");
 }

@@ -38,4 +38,24 @@ Spawned spawn_command(const std::vector<std::string>& argv);
 // killed, reported as stopped): for a controller that is shutting down.
 void cancel_commands();
 
+// Runs commands: the process runner above, or a test's stand-in.
+class CommandRunner {
+ public:
+  virtual ~CommandRunner() = default;
+  // As run_command.
+  virtual CommandResult run(const std::vector<std::string>& argv,
+                            std::chrono::milliseconds timeout) = 0;
+  // As cancel_commands.
+  virtual void cancel_all() = 0;
+};
+
+class ProcessRunner final : public CommandRunner {
+ public:
+  CommandResult run(const std::vector<std::string>& argv,
+                    std::chrono::milliseconds timeout) override {
+    return run_command(argv, timeout);
+  }
+  void cancel_all() override { cancel_commands(); }
+};
+
 }  // namespace ar

@@ -5,11 +5,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "autoresume/resume.hpp"
 
 namespace ar::proto {
 
@@ -46,7 +50,7 @@ struct Request {
   json id;           // echoed in the reply: null, a number, or a short string
   std::string op;    // what to do
   std::string cred;  // a munge credential, decoded by the server
-  json body;         // the whole object, for the operation's own fields
+  json body;         // the whole object: the op's request struct parses it
 };
 
 // Parses one line. Throws ProtocolError (bad_request, bad_version, too_large)
@@ -60,16 +64,49 @@ std::string error_reply(const json& id, std::string_view code, std::string_view 
 // A serialized request, newline included.
 std::string make_request(const json& id, std::string_view op, std::string_view cred, json fields);
 
-// Field access that names the field and the expected type on error.
-std::string get_string(const json& body, const char* field, std::size_t max_len = 4096);
-std::uint32_t get_u32(const json& body, const char* field);
-// An optional boolean: `fallback` when absent.
-bool get_bool(const json& body, const char* field, bool fallback);
-std::vector<std::string> get_string_list(const json& body, const char* field,
-                                         std::size_t max_items = 1024);
+// One struct per operation's request and per reply. `to_json` gives the
+// fields (a request's envelope is make_request's, a reply's ok_reply's);
+// `from_json` checks each field's presence, type and size and throws
+// ProtocolError (bad_request) naming the field. The server parses requests,
+// the clients parse replies. A request names its op (kOp) and its reply.
 
-// A step the srun plugin asks the controller to protect.
+// Size limits of fields. The free text of replies (messages, details) is
+// bounded by the line only.
+inline constexpr std::size_t kMaxTextBytes = kMaxMessageBytes;
+inline constexpr std::size_t kMaxRunIdBytes = 128;
+inline constexpr std::size_t kMaxNodeNameBytes = 64;
+inline constexpr std::size_t kMaxReasonBytes = 256;
+
+struct HelloReply;
+struct RegisterReply;
+struct StatusReply;
+struct EventsReply;
+struct VerdictReply;
+struct CancelReply;
+struct HeartbeatReply;
+struct ReplaceReply;
+struct NodesReply;
+
+// `hello`: no fields.
+struct HelloRequest {
+  static constexpr const char* kOp = "hello";
+  using Reply = HelloReply;
+  json to_json() const;
+  static HelloRequest from_json(const json& body);
+};
+struct HelloReply {
+  std::string version;  // the controller's release
+  std::uint32_t protocol = 0;
+  std::uint32_t uid = 0;  // the caller, as munge says
+
+  json to_json() const;
+  static HelloReply from_json(const json& result);
+};
+
+// `register`: a step the srun plugin asks the controller to protect.
 struct StepRegistration {
+  static constexpr const char* kOp = "register";
+  using Reply = RegisterReply;
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
   std::string run_id;  // stable across relaunches of one protected launch
@@ -79,7 +116,192 @@ struct StepRegistration {
   std::string nodelist;
 
   json to_json() const;
-  static StepRegistration from_json(const json& body);  // throws ProtocolError
+  static StepRegistration from_json(const json& body);
+};
+using RegisterRequest = StepRegistration;
+struct RegisterReply {
+  std::string run_id;
+  std::uint32_t attempt = 0;
+  bool duplicate = false;  // registered before: nothing changed
+
+  json to_json() const;
+  static RegisterReply from_json(const json& result);
+};
+
+// `status`: protected steps, newest first.
+struct StatusRequest {
+  static constexpr const char* kOp = "status";
+  using Reply = StatusReply;
+  std::optional<std::uint32_t> job_id;  // only this job's steps
+
+  json to_json() const;
+  static StatusRequest from_json(const json& body);
+};
+struct StatusReply {
+  struct Step {
+    StepRegistration step;
+    std::uint32_t uid = 0;
+    std::string state;  // registered, ended, repairing, decided
+    std::int64_t created_at = 0;
+    std::string verdict;  // these three are left out of the JSON when empty
+    std::string message;
+    std::string phase;
+
+    json to_json() const;
+    static Step from_json(const json& item);
+  };
+  std::vector<Step> steps;
+
+  json to_json() const;
+  static StatusReply from_json(const json& result);
+};
+
+// `events`: what the controller did, in order.
+struct EventsRequest {
+  static constexpr const char* kOp = "events";
+  using Reply = EventsReply;
+  // Unix seconds. Wider than the wire's unsigned 32 bits so that a client
+  // sends what it was given and the server names what it refuses.
+  std::optional<std::int64_t> since;
+
+  json to_json() const;
+  static EventsRequest from_json(const json& body);
+};
+struct EventsReply {
+  struct Event {
+    std::int64_t id = 0;
+    std::int64_t at = 0;  // Unix seconds
+    std::uint32_t job_id = 0;
+    std::string run_id;
+    std::string kind;
+    std::string detail;
+    std::string node;  // a node's events; empty for a step's
+
+    json to_json() const;
+    static Event from_json(const json& item);
+  };
+  std::vector<Event> events;
+
+  json to_json() const;
+  static EventsReply from_json(const json& result);
+};
+
+// `verdict`: what happens to a protected step.
+struct VerdictRequest {
+  static constexpr const char* kOp = "verdict";
+  using Reply = VerdictReply;
+  std::string run_id;
+  std::uint32_t attempt = 0;
+  bool ended = false;  // srun's step has ended
+
+  json to_json() const;
+  static VerdictRequest from_json(const json& body);
+};
+struct VerdictReply {
+  struct Relaunch {
+    std::string nodelist;  // the repaired allocation, in Slurm's hostlist form
+    std::uint32_t num_nodes = 0;
+
+    json to_json() const;
+    static Relaunch from_json(const json& item);
+  };
+  std::string run_id;
+  std::uint32_t attempt = 0;
+  Verdict verdict = Verdict::wait;
+  std::string message;
+  std::optional<Relaunch> relaunch;  // with Verdict::relaunch
+
+  json to_json() const;
+  static VerdictReply from_json(const json& result);
+};
+
+// `cancel`: srun was stopped while it waited; do not relaunch.
+struct CancelRequest {
+  static constexpr const char* kOp = "cancel";
+  using Reply = CancelReply;
+  std::string run_id;
+  std::uint32_t attempt = 0;
+  std::string reason;  // left out of the JSON when empty
+
+  json to_json() const;
+  static CancelRequest from_json(const json& body);
+};
+struct CancelReply {
+  std::string run_id;
+  std::uint32_t attempt = 0;
+  Verdict verdict = Verdict::cancelled;  // a step decided before keeps its own
+  std::string message;
+
+  json to_json() const;
+  static CancelReply from_json(const json& result);
+};
+
+// `heartbeat`: a node agent says its node is alive.
+struct HeartbeatRequest {
+  static constexpr const char* kOp = "heartbeat";
+  using Reply = HeartbeatReply;
+  std::string node;       // a node name: 1-64 letters, digits, '-', '_', '.'
+  bool stopping = false;  // the agent is going away; left out of the JSON when false
+
+  json to_json() const;
+  static HeartbeatRequest from_json(const json& body);
+};
+struct HeartbeatReply {
+  json to_json() const;
+  static HeartbeatReply from_json(const json& result);
+};
+
+// `replace`: an admin asks for a node's replacement.
+enum class ReplaceMode {
+  wait,   // running jobs finish first
+  now,    // protected steps on the node are resumed elsewhere at once
+  force,  // and the other jobs on it are killed
+};
+std::string_view to_string(ReplaceMode mode);
+std::optional<ReplaceMode> parse_replace_mode(std::string_view text);
+
+struct ReplaceRequest {
+  static constexpr const char* kOp = "replace";
+  using Reply = ReplaceReply;
+  std::string node;
+  ReplaceMode mode = ReplaceMode::wait;
+
+  json to_json() const;
+  static ReplaceRequest from_json(const json& body);
+};
+struct ReplaceReply {
+  std::string node;
+  std::string message;  // what was done, or how far a replacement under way got
+
+  json to_json() const;
+  static ReplaceReply from_json(const json& result);
+};
+
+// `nodes`: replacements under way and node agents' heartbeats.
+struct NodesRequest {
+  static constexpr const char* kOp = "nodes";
+  using Reply = NodesReply;
+  json to_json() const;
+  static NodesRequest from_json(const json& body);
+};
+struct NodesReply {
+  struct Replacement {
+    std::string node;
+    std::string state;  // waiting, replacing, returning, failed
+    std::string reason;
+    std::string mode;
+    std::int64_t attempts = 0;  // provider calls so far
+    std::int64_t started_at = 0;
+    std::string detail;
+
+    json to_json() const;
+    static Replacement from_json(const json& item);
+  };
+  std::vector<Replacement> replacements;
+  std::map<std::string, double> heartbeats;  // node -> seconds since its last heartbeat
+
+  json to_json() const;
+  static NodesReply from_json(const json& result);
 };
 
 }  // namespace ar::proto

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "autoresume/text.hpp"
+
 namespace ar::health {
 
 namespace {
@@ -28,12 +30,6 @@ unsigned long long count(std::string_view value) {
   unsigned long long n = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
   return ec == std::errc() ? n : 0;  // "N/A" and the like count as none
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : "; ") + item;
-  return out;
 }
 
 // What is wrong with one <gpu> element, if anything.
@@ -82,6 +78,15 @@ std::string_view to_string(Status status) {
   return "?";
 }
 
+std::optional<Result> not_applicable(std::string_view check, unsigned expected) {
+  if (expected > 0 || check == "cpu") return std::nullopt;
+  const std::string_view hardware = check == "neuron" ? "Neuron devices"
+                                    : check == "efa"  ? "EFA devices"
+                                                      : "GPUs";
+  return Result{std::string(check), Status::not_applicable,
+                "no " + std::string(hardware) + " configured for this node"};
+}
+
 std::string node_reason(const Result& result, Action action) {
   std::string reason =
       std::string(action == Action::replace ? "Action:Replace " : "Action:Drain ") + result.check +
@@ -91,12 +96,8 @@ std::string node_reason(const Result& result, Action action) {
 }
 
 Result check_nvidia_smi(std::string_view xml, unsigned expected_gpus) {
+  if (auto skip = not_applicable("gpu", expected_gpus)) return *skip;
   Result result{"gpu", Status::pass, ""};
-  if (expected_gpus == 0) {
-    result.status = Status::not_applicable;
-    result.detail = "no GPUs configured for this node";
-    return result;
-  }
   pugi::xml_document doc;
   const auto parsed = doc.load_buffer(xml.data(), xml.size());
   const auto log = doc.child("nvidia_smi_log");
@@ -119,7 +120,7 @@ Result check_nvidia_smi(std::string_view xml, unsigned expected_gpus) {
   const std::string driver = text_of(log, "driver_version");
   if (!problems.empty()) {
     result.status = Status::fail;
-    result.detail = join(problems);
+    result.detail = ar::join(problems, "; ");
     return result;
   }
   result.detail = std::to_string(gpus) + " GPUs healthy (" + text_of(log, "gpu/product_name") +

@@ -213,12 +213,8 @@ std::variant<json, std::string> dcgmi_json(const ToolRun& run, std::string_view 
 }  // namespace
 
 Result check_dcgm_health(const ToolRun& run, unsigned expected_gpus) {
+  if (auto skip = not_applicable("dcgm", expected_gpus)) return *skip;
   Result result{"dcgm", Status::fail, ""};
-  if (expected_gpus == 0) {
-    result.status = Status::not_applicable;
-    result.detail = "no GPUs configured for this node";
-    return result;
-  }
   auto parsed = dcgmi_json(run, "dcgmi health -c -j");
   if (auto* why = std::get_if<std::string>(&parsed)) {
     result.detail = *why;
@@ -244,7 +240,7 @@ Result check_dcgm_health(const ToolRun& run, unsigned expected_gpus) {
         for (const auto& part : array_of(state, "overflow"))
           if (part.is_string()) messages.push_back(part.get<std::string>());
         auto problem = group + " " + id + " " + system + ": " + health;
-        if (!messages.empty()) problem += ": " + text::join(messages, " ");
+        if (!messages.empty()) problem += ": " + ar::join(messages, " ");
         problems.push_back(std::move(problem));
       }
     }
@@ -252,7 +248,7 @@ Result check_dcgm_health(const ToolRun& run, unsigned expected_gpus) {
   if (problems.empty() && overall != "Healthy")
     problems.push_back("DCGM's overall health is " + overall);
   if (!problems.empty()) {
-    result.detail = text::join(problems);
+    result.detail = ar::join(problems, "; ");
     return result;
   }
   result.status = Status::pass;
@@ -284,7 +280,7 @@ std::string warnings_of(const json& result) {
     message = std::string(text::strip(message));
     if (!message.empty()) texts.push_back(message);
   }
-  return text::join(texts, " ");
+  return ar::join(texts, " ");
 }
 
 // The GPUs the diagnostic lists, if it does: DCGM 4's entity_groups, DCGM
@@ -303,12 +299,8 @@ std::optional<std::size_t> gpus_diagnosed(const json& doc) {
 }  // namespace
 
 Result check_dcgm_diag(const ToolRun& run, unsigned expected_gpus) {
+  if (auto skip = not_applicable("dcgm-diag", expected_gpus)) return *skip;
   Result result{"dcgm-diag", Status::fail, ""};
-  if (expected_gpus == 0) {
-    result.status = Status::not_applicable;
-    result.detail = "no GPUs configured for this node";
-    return result;
-  }
   auto parsed = dcgmi_json(run, "dcgmi diag");
   if (auto* why = std::get_if<std::string>(&parsed)) {
     result.detail = *why;
@@ -363,7 +355,7 @@ Result check_dcgm_diag(const ToolRun& run, unsigned expected_gpus) {
                                           std::to_string(expected_gpus) + " configured");
   if (tests == 0) problems.push_back("dcgmi diag ran no tests");
   if (!problems.empty()) {
-    result.detail = text::join(problems);
+    result.detail = ar::join(problems, "; ");
     return result;
   }
   result.status = Status::pass;

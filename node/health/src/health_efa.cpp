@@ -34,12 +34,8 @@ std::vector<std::string> efa_devices(std::string_view fi_info_output) {
 
 Result check_efa(const ToolRun& fi_info, unsigned expected_devices,
                  const std::vector<EfaPingpong>& pingpongs) {
+  if (auto skip = not_applicable("efa", expected_devices)) return *skip;
   Result result{"efa", Status::fail, ""};
-  if (expected_devices == 0) {
-    result.status = Status::not_applicable;
-    result.detail = "no EFA devices configured for this node";
-    return result;
-  }
   if (!fi_info.error.empty() || fi_info.status != 0) {
     result.detail = text::tool_failure(fi_info, "fi_info -p efa");
     return result;
@@ -47,7 +43,7 @@ Result check_efa(const ToolRun& fi_info, unsigned expected_devices,
   const auto domains = efa_devices(fi_info.output);
   if (domains.size() < expected_devices) {
     result.detail = std::to_string(domains.size()) + " EFA devices listed by fi_info" +
-                    (domains.empty() ? "" : " (" + text::join(domains, ", ") + ")") + ", " +
+                    (domains.empty() ? "" : " (" + ar::join(domains, ", ") + ")") + ", " +
                     std::to_string(expected_devices) + " configured";
     return result;
   }
@@ -69,12 +65,12 @@ Result check_efa(const ToolRun& fi_info, unsigned expected_devices,
       if (std::ranges::none_of(pingpongs, [&](const auto& p) { return p.domain == domain; }))
         problems.push_back("EFA device " + domain + " was not tested (no fi_pingpong run)");
   if (!problems.empty()) {
-    result.detail = text::join(problems);
+    result.detail = ar::join(problems, "; ");
     return result;
   }
   result.status = Status::pass;
   result.detail = std::to_string(domains.size()) + " EFA devices passed fi_pingpong (" +
-                  text::join(domains, ", ") + ")";
+                  ar::join(domains, ", ") + ")";
   return result;
 }
 

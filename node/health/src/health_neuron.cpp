@@ -78,12 +78,8 @@ void check_counter(const fs::path& path, const std::string& label, const char* n
 }  // namespace
 
 Result check_neuron_sysfs(const fs::path& root, unsigned expected_devices) {
+  if (auto skip = not_applicable("neuron", expected_devices)) return *skip;
   Result result{"neuron", Status::fail, ""};
-  if (expected_devices == 0) {
-    result.status = Status::not_applicable;
-    result.detail = "no Neuron devices configured for this node";
-    return result;
-  }
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
     result.detail = "no Neuron driver tree at " + root.string() +
@@ -115,7 +111,7 @@ Result check_neuron_sysfs(const fs::path& root, unsigned expected_devices) {
     }
   }
   if (!problems.empty()) {
-    result.detail = text::join(problems);
+    result.detail = ar::join(problems, "; ");
     return result;
   }
   result.status = Status::pass;

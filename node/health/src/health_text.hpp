@@ -10,6 +10,7 @@
 
 #include "autoresume/health.hpp"
 #include "autoresume/keyvalue.hpp"
+#include "autoresume/text.hpp"
 
 namespace ar::health::text {
 
@@ -52,15 +53,6 @@ inline std::string tool_failure(const ToolRun& run, std::string_view what) {
   std::string out = std::string(what) + " exited " + std::to_string(run.status);
   const auto last = last_line(run.output);
   return last.empty() ? out + " and printed nothing" : out + ": " + last;
-}
-
-inline std::string join(const std::vector<std::string>& items, std::string_view separator = "; ") {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += separator;
-    out += item;
-  }
-  return out;
 }
 
 }  // namespace ar::health::text

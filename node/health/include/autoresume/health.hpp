@@ -34,6 +34,13 @@ struct ToolRun {
   std::string error;  // e.g. "cannot run dcgmi: No such file or directory"
 };
 
+// The result of a check of hardware this node is not configured to have
+// (`expected`, its configured count, is 0): not applicable, "no GPUs
+// configured for this node" (gpu, dcgm, dcgm-diag), "no Neuron devices ..."
+// (neuron), "no EFA devices ..." (efa). Nothing when `expected` > 0, and for
+// a check that applies to every node (cpu).
+std::optional<Result> not_applicable(std::string_view check, unsigned expected);
+
 // What a failed check does to the node: FAIL it for replacement, or only
 // DRAIN it (no node fault: running jobs go on).
 enum class Action { replace, drain };

@@ -1,0 +1,51 @@
+#pragma once
+// What the engine's two sources (engine.cpp: the loop and fault detection;
+// repair.cpp: the repair phases) share. Private to resume/.
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "store/store.hpp"
+
+namespace ar::resume_detail {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+inline std::int64_t whole_seconds(milliseconds ms) { return (ms.count() + 999) / 1000; }
+
+inline bool contains(const std::vector<std::string>& list, const std::string& item) {
+  return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+// The strings of a JSON array, or one field of each of its objects.
+inline std::vector<std::string> names(const proto::json& list, const char* field = nullptr) {
+  std::vector<std::string> out;
+  for (const auto& item : list) out.push_back(field ? item.at(field) : item);
+  return out;
+}
+
+// A step's key in log lines and maps.
+inline std::string key(const StoredStep& step) {
+  return fmt::format("{}#{}", step.step.run_id, step.step.attempt);
+}
+
+// Thrown when a step was decided elsewhere (cancelled by its srun) while
+// the engine worked on it: nothing to report.
+struct DecidedMeanwhile {};
+
+// How long a relaunch waits for the old step to leave the nodes. Its tasks
+// are gone within a second of the SIGKILL; its record may stay for minutes
+// when its first node died, which the relaunch's --overlap allows for.
+inline constexpr seconds kOldStepGrace{5};
+// How long a registered step may be missing from Slurm before it is over.
+inline constexpr seconds kLostStepGrace{15};
+// How long a helper allocation may stay pending before another node is chosen.
+inline constexpr seconds kHelperPatience{30};
+
+}  // namespace ar::resume_detail

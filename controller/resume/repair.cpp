@@ -1,0 +1,311 @@
+// The resume engine's repair of a step: the policy's checks, the failed
+// nodes out of the job, replacements chosen, the job expanded, the relaunch
+// (engine.hpp has the phases).
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "autoresume/resume.hpp"
+#include "autoresume/text.hpp"
+#include "log.hpp"
+#include "resume/detail.hpp"
+#include "resume/engine.hpp"
+#include "slurm_adapter.hpp"  // hostlists
+
+namespace ar {
+
+using namespace resume_detail;  // NOLINT: the engine's own helpers
+
+void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
+  const auto started = step.repair.value("started_at", clock_.unix_now());
+  // The backoff after the expansion is not part of the repair.
+  if (step.phase != RepairPhase::expanded &&
+      clock_.unix_now() - started > whole_seconds(config_.repair_timeout)) {
+    decide(step, Verdict::give_up,
+           fmt::format("the repair did not finish within repair_timeout={} s (it got to '{}')",
+                       whole_seconds(config_.repair_timeout), name_of(step.phase)));
+    return;
+  }
+  if (step.phase == RepairPhase::detected && (!check_policy(step, job) || !take_out(step, job)))
+    return;
+  if (step.phase == RepairPhase::node_out && !replace(step, job, nodes)) return;
+  if (step.phase == RepairPhase::replaced && !expand(step, job)) return;
+  if (step.phase == RepairPhase::expanded) relaunch(step, job);
+}
+
+bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
+  const auto failed = names(step.repair["failed"], "node");
+  const auto next = step.step.attempt + 1;
+  // No relaunch, but the failed node still leaves the job (so that Slurm
+  // does not kill it) and the step ends at once: the batch script goes on
+  // with srun's give_up status.
+  std::string give_up;
+  if (next > config_.max_attempts)
+    give_up = fmt::format("run {} was relaunched {} times already (max_attempts={})",
+                          step.step.run_id, step.step.attempt, config_.max_attempts);
+  else if (job.end_time > 0 &&
+           job.end_time - clock_.unix_now() < whole_seconds(config_.min_time_left))
+    give_up = fmt::format("only {} s of job {}'s time limit are left (min_time_left={} s)",
+                          std::max<std::int64_t>(0, job.end_time - clock_.unix_now()), job.job_id,
+                          whole_seconds(config_.min_time_left));
+  const bool batch_host_failed = job.batch && contains(failed, job.batch_host);
+  if (!give_up.empty()) {
+    // A GRES job's nodes cannot change, nor can a batch host leave its
+    // job; the step still ends, so that srun does not wait for a dead node.
+    if (job.has_gres || batch_host_failed) {
+      slurm_.kill_step(job.job_id, step.step.step_id);
+      decide(step, Verdict::give_up, give_up);
+    } else if (take_out(step, job)) {
+      decide(step, Verdict::give_up, give_up + "; the failed node left the job");
+    }
+    return false;
+  }
+  if (job.has_gres || batch_host_failed) {
+    requeue_or_give_up(step, job, failed);
+    return false;
+  }
+  return true;
+}
+
+void Engine::requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
+                                const std::vector<std::string>& failed) {
+  const auto why =
+      job.has_gres
+          ? fmt::format("job {} holds GRES, which Slurm cannot move to other nodes", job.job_id)
+          : fmt::format("the batch host {} failed", job.batch_host);
+  if (!job.batch || !job.requeue) {
+    slurm_.kill_step(job.job_id, step.step.step_id);
+    decide(step, Verdict::give_up,
+           why + (job.batch ? "; the job was submitted with --no-requeue"
+                            : "; a salloc job cannot be requeued"));
+    return;
+  }
+  slurm_.requeue(job.job_id);
+  // DOWN, not FAIL: the requeued job would otherwise wait for the dead
+  // node's epilog until Slurm itself gives up on the node.
+  for (const auto& node : failed)
+    if (contains(job.hosts, node))
+      slurm_.set_node_down(node, fmt::format("auto-resume: failed under job {}", job.job_id));
+  decide(step, Verdict::requeued,
+         why + fmt::format(": job {} was requeued and restarts from its batch script", job.job_id));
+}
+
+bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
+  const auto failed = names(step.repair["failed"], "node");
+  std::vector<std::string> keep;
+  for (const auto& host : job.hosts)
+    if (!contains(failed, host)) keep.push_back(host);
+  if (keep.empty()) {
+    decide(step, Verdict::give_up, fmt::format("every node of job {} failed", job.job_id));
+    return false;
+  }
+  std::vector<std::string> notes;
+  for (const auto& f : step.repair["failed"]) {
+    const std::string node = f["node"];
+    // A node a health check, a heartbeat or an admin marked keeps that
+    // reason: the node keeper replaces it by that mark.
+    if (f["why"].get<std::string>().starts_with(kCheckFailed)) continue;
+    try {
+      slurm_.set_node_fail(
+          node, fmt::format("auto-resume: {} (job {})", f["why"].get<std::string>(), job.job_id));
+    } catch (const slurm::SlurmError& e) {
+      notes.push_back(e.what());  // the node may be gone from slurm.conf: the shrink matters
+    }
+  }
+  if (keep.size() != job.hosts.size())
+    slurm_.shrink_job(job.job_id, slurm::compress_hostlist(keep));
+  slurm_.kill_step(job.job_id, step.step.step_id);
+  step.phase = RepairPhase::node_out;
+  save(step, EventKind::node_out,
+       fmt::format("{} set FAIL and out of job {} (now on {}); step {}.{} cancelled{}",
+                   join(failed, ", "), job.job_id, slurm::compress_hostlist(keep), job.job_id,
+                   step.step.step_id, notes.empty() ? "" : " (" + join(notes, ", ") + ")"));
+  return true;
+}
+
+std::multimap<std::string, std::int64_t> Engine::failed_instances(std::uint32_t job_id) {
+  std::multimap<std::string, std::int64_t> out;
+  for (const auto& s : store_.job_steps(job_id))
+    if (s.repair.contains("failed"))
+      for (const auto& f : s.repair["failed"]) out.emplace(f["node"], f["instance"]);
+  return out;
+}
+
+const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::JobInfo& job,
+                                                const NodeMap& nodes,
+                                                const std::vector<std::string>& chosen) {
+  const auto banned = failed_instances(job.job_id);
+  auto is_banned = [&](const slurm::NodeInfo& node) {
+    const auto [first, last] = banned.equal_range(node.name);
+    return std::any_of(first, last,
+                       [&](const auto& entry) { return entry.second == node.slurmd_start_time; });
+  };
+  const auto partitions = slurm_.partitions();
+  const auto members = partitions.find(job.partition);
+  const auto in_partition = [&](const std::string& name) {
+    return members != partitions.end() && contains(members->second, name);
+  };
+  // A spare of the job's partition (kept for this), else an idle node of
+  // it; one that never failed this job.
+  for (const bool spare : {true, false}) {
+    for (const auto& [name, node] : nodes) {
+      if (spare ? !NodeKeeper::is_spare(*node)
+                : (!node->idle || node->fail || node->drain || node->not_responding ||
+                   node->completing))
+        continue;
+      if (contains(job.hosts, name) || contains(chosen, name) || is_banned(*node) ||
+          !in_partition(name))
+        continue;
+      if (spare) {
+        slurm_.undrain_node(node->name);
+        save(step, EventKind::spare_taken,
+             fmt::format("spare {} of partition {} taken for job {}", node->name, job.partition,
+                         job.job_id));
+      }
+      return node;
+    }
+  }
+  return nullptr;
+}
+
+bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
+  auto& repair = step.repair;
+  if (!repair.contains("replacements")) repair["replacements"] = proto::json::array();
+  if (!repair.contains("restarted")) repair["restarted"] = proto::json::object();
+  const auto failed = repair["failed"];
+  auto chosen = names(repair["replacements"]);
+  while (chosen.size() < failed.size()) {
+    const auto* pick = pick_replacement(step, job, nodes, chosen);
+    if (pick == nullptr) break;
+    chosen.push_back(pick->name);
+    repair["replacements"].push_back(pick->name);
+    save(step, EventKind::replaced,
+         fmt::format("{} (instance {}) joins job {}", pick->name, pick->slurmd_start_time,
+                     job.job_id));
+  }
+  if (chosen.size() >= failed.size()) {
+    step.phase = RepairPhase::replaced;
+    save(step, EventKind::replaced_all,
+         fmt::format("replacements for job {}: {}", job.job_id, join(chosen, ", ")));
+    return true;
+  }
+  // No idle node: the node keeper has the provider replace the failed
+  // nodes, which then come back idle as new instances (chosen above at a
+  // later tick). A replacement that failed for good ends the wait.
+  for (const auto& f : failed) {
+    const std::string node = f["node"];
+    if (contains(chosen, node)) continue;
+    if (const auto r = store_.node_repair(node); r && r->state == NodeRepairState::failed) {
+      decide(step, Verdict::give_up,
+             fmt::format("no node can replace {} (no idle node in partition {}, and the "
+                         "provider failed: {})",
+                         node, job.partition, r->detail));
+      return false;
+    }
+  }
+  return false;
+}
+
+bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
+  auto& repair = step.repair;
+  if (!repair.contains("helpers")) repair["helpers"] = proto::json::object();
+  if (!repair.contains("merged")) repair["merged"] = proto::json::array();
+  for (const auto& node : names(repair["replacements"])) {
+    if (contains(names(repair["merged"]), node)) continue;
+    if (contains(job.hosts, node)) {  // merged before a restart of the controller
+      repair["merged"].push_back(node);
+      continue;
+    }
+    if (!expand_one(step, job, node)) return false;
+  }
+  const auto now = slurm_.load_job(job.job_id);
+  step.phase = RepairPhase::expanded;
+  step.repair["expanded_at"] = clock_.unix_now();
+  save(step, EventKind::expanded,
+       fmt::format("job {} is on {} again", job.job_id, now ? now->nodes : std::string("?")));
+  return true;
+}
+
+bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::string& node) {
+  auto& repair = step.repair;
+  const auto name = helper_name(job.job_id);
+  auto choose_again = [&](const std::string& why) {
+    auto& chosen = repair["replacements"];
+    chosen.erase(std::remove(chosen.begin(), chosen.end(), node), chosen.end());
+    step.phase = RepairPhase::node_out;
+    save(step, EventKind::expand_retry, why);
+    return false;
+  };
+  if (!repair["helpers"].contains(node)) {
+    // A helper submitted before a restart of the controller but not recorded.
+    for (const auto id : slurm_.live_jobs_named(name)) slurm_.cancel_job(id);
+    std::uint32_t id = 0;
+    try {
+      id = slurm_.submit_expand_helper(job, node, name);
+    } catch (const slurm::SlurmError& e) {
+      return choose_again(fmt::format("{}: choosing another node", e.what()));
+    }
+    repair["helpers"][node] = id;
+    save(step, EventKind::expand_helper,
+         fmt::format("helper job {} allocates {} for job {}", id, node, job.job_id));
+  }
+  const std::uint32_t helper = repair["helpers"][node];
+  const auto info = slurm_.load_job(helper);
+  if (info && info->pending) {
+    // The node went elsewhere or does not fit: choose again.
+    const auto since = repair.value("helper_since_" + node, clock_.unix_now());
+    repair["helper_since_" + node] = since;
+    if (clock_.unix_now() - since < kHelperPatience.count()) return false;
+    slurm_.cancel_job(helper);
+    repair["helpers"].erase(node);
+    repair.erase("helper_since_" + node);
+    return choose_again(fmt::format("helper job {} waited {} s for {} ({}): choosing another node",
+                                    helper, clock_.unix_now() - since, node, info->reason));
+  }
+  if (!info || !info->running) {
+    repair["helpers"].erase(node);  // ended without merging: try again
+    save(step, EventKind::expand_retry,
+         fmt::format("helper job {} for {} ended ({}) before the merge", helper, node,
+                     info ? info->state : "gone"));
+    return false;
+  }
+  slurm_.merge_expand_helper(helper, job.job_id);
+  repair["merged"].push_back(node);
+  save(step, EventKind::merged,
+       fmt::format("{} merged into job {} (helper job {})", node, job.job_id, helper));
+  return true;
+}
+
+void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
+  // The job as it is now, after the expansion.
+  const auto now = slurm_.load_job(before.job_id);
+  if (!now || !now->running) return;  // the next tick decides what happened
+  const auto& job = *now;
+  const auto expanded_at = step.repair.value("expanded_at", clock_.unix_now());
+  const auto waited = clock_.unix_now() - expanded_at;
+  if (waited < kOldStepGrace.count() && slurm_.step_exists(job.job_id, step.step.step_id)) return;
+  const auto next = step.step.attempt + 1;
+  const auto delay = relaunch_backoff(next, std::chrono::duration_cast<seconds>(config_.backoff),
+                                      DaemonConfig::kMaxBackoff);
+  if (waited < delay.count()) return;
+  step.repair["relaunch"] = {{"nodelist", job.nodes}, {"num_nodes", job.hosts.size()}};
+  decide(
+      step, Verdict::relaunch,
+      fmt::format("relaunching run {} as attempt {} on {}{}", step.step.run_id, next, job.nodes,
+                  delay.count() > 0 ? fmt::format(" after a backoff of {} s", delay.count()) : ""));
+}
+
+std::string Engine::helper_name(std::uint32_t job_id) {
+  return fmt::format("auto-resume-expand-{}", job_id);
+}
+
+void Engine::cancel_helpers(std::uint32_t job_id) {
+  try {
+    for (const auto id : slurm_.live_jobs_named(helper_name(job_id))) slurm_.cancel_job(id);
+  } catch (const std::exception& e) {
+    log::warn("cannot cancel the helper jobs of job {}: {}", job_id, e.what());
+  }
+}
+
+}  // namespace ar

@@ -1,0 +1,71 @@
+#include "libslurm.hpp"
+
+namespace ar::slurm {
+
+std::optional<JobInfo> LibSlurm::load_job(std::uint32_t job_id) { return slurm::load_job(job_id); }
+
+uid_t LibSlurm::slurm_user_uid() { return slurm::slurm_user_uid(); }
+
+const std::vector<NodeInfo>& LibSlurm::load_nodes() { return watcher_.load(); }
+
+std::optional<NodeInfo> LibSlurm::load_node(const std::string& name) {
+  NodeWatcher watcher;  // its own: the engine thread may be using watcher_
+  for (const auto& node : watcher.load())
+    if (node.name == name) return node;
+  return std::nullopt;
+}
+
+std::map<std::string, std::vector<std::string>> LibSlurm::partitions() {
+  return slurm::partitions();
+}
+
+void LibSlurm::set_node_fail(const std::string& node, const std::string& reason) {
+  slurm::set_node_fail(node, reason);
+}
+
+void LibSlurm::set_node_down(const std::string& node, const std::string& reason) {
+  slurm::set_node_down(node, reason);
+}
+
+void LibSlurm::set_node_drain(const std::string& node, const std::string& reason) {
+  slurm::set_node_drain(node, reason);
+}
+
+void LibSlurm::resume_node(const std::string& node) { slurm::resume_node(node); }
+
+void LibSlurm::undrain_node(const std::string& node) { slurm::undrain_node(node); }
+
+void LibSlurm::shrink_job(std::uint32_t job_id, const std::string& nodelist) {
+  slurm::shrink_job(job_id, nodelist);
+}
+
+std::optional<std::string> LibSlurm::step_nodes(std::uint32_t job_id, std::uint32_t step_id) {
+  return slurm::step_nodes(job_id, step_id);
+}
+
+bool LibSlurm::step_exists(std::uint32_t job_id, std::uint32_t step_id) {
+  return slurm::step_exists(job_id, step_id);
+}
+
+void LibSlurm::kill_step(std::uint32_t job_id, std::uint32_t step_id) {
+  slurm::kill_step(job_id, step_id);
+}
+
+void LibSlurm::requeue(std::uint32_t job_id) { slurm::requeue(job_id); }
+
+std::uint32_t LibSlurm::submit_expand_helper(const JobInfo& job, const std::string& node,
+                                             const std::string& name) {
+  return slurm::submit_expand_helper(job, node, name);
+}
+
+void LibSlurm::merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {
+  slurm::merge_expand_helper(helper_id, job_id);
+}
+
+std::vector<std::uint32_t> LibSlurm::live_jobs_named(const std::string& name) {
+  return slurm::live_jobs_named(name);
+}
+
+void LibSlurm::cancel_job(std::uint32_t job_id) { slurm::cancel_job(job_id); }
+
+}  // namespace ar::slurm

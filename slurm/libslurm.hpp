@@ -1,0 +1,37 @@
+#pragma once
+// SlurmApi with libslurm: each call goes to the adapter's functions
+// (slurm_adapter.hpp). Call slurm::init() once before using it.
+
+#include "slurm_adapter.hpp"
+#include "slurm_api.hpp"
+
+namespace ar::slurm {
+
+class LibSlurm final : public SlurmApi {
+ public:
+  std::optional<JobInfo> load_job(std::uint32_t job_id) override;
+  uid_t slurm_user_uid() override;
+  const std::vector<NodeInfo>& load_nodes() override;
+  std::optional<NodeInfo> load_node(const std::string& name) override;
+  std::map<std::string, std::vector<std::string>> partitions() override;
+  void set_node_fail(const std::string& node, const std::string& reason) override;
+  void set_node_down(const std::string& node, const std::string& reason) override;
+  void set_node_drain(const std::string& node, const std::string& reason) override;
+  void resume_node(const std::string& node) override;
+  void undrain_node(const std::string& node) override;
+  void shrink_job(std::uint32_t job_id, const std::string& nodelist) override;
+  std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) override;
+  bool step_exists(std::uint32_t job_id, std::uint32_t step_id) override;
+  void kill_step(std::uint32_t job_id, std::uint32_t step_id) override;
+  void requeue(std::uint32_t job_id) override;
+  std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
+                                     const std::string& name) override;
+  void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) override;
+  std::vector<std::uint32_t> live_jobs_named(const std::string& name) override;
+  void cancel_job(std::uint32_t job_id) override;
+
+ private:
+  NodeWatcher watcher_;  // load_nodes' (the engine thread's)
+};
+
+}  // namespace ar::slurm

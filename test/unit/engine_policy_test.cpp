@@ -1,0 +1,195 @@
+// The resume engine driven through the fakes (the policy: attempts, time, backoff, requeue,
+// verdicts): Slurm in memory, a clock moved by hand. These pin what the engine does today; a test
+// whose name says
+// "(today and issue N flips it)" pins behaviour that issue changes.
+
+#include "engine_rig.hpp"
+
+namespace {
+
+using ar::EventKind;
+using ar::RepairPhase;
+using ar::StepState;
+using ar::Verdict;
+using Rig = ar::test::EngineRig;
+using namespace std::chrono_literals;
+
+}  // namespace
+
+TEST_CASE("max_attempts reached: give_up with the failed node out of the job", "[engine]") {
+  Rig rig;
+  rig.config.max_attempts = 1;
+  rig.protect(1, 1);
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  const auto step = rig.step(1);
+  CHECK(step.verdict == Verdict::give_up);
+  CHECK(step.message ==
+        "run r was relaunched 1 times already (max_attempts=1); the failed node left the job");
+  CHECK(rig.slurm.updated("shrink 10 node[1-2,4]"));
+  CHECK_FALSE(rig.slurm.updated("helper"));
+}
+
+TEST_CASE("too little time left: give_up", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.jobs.at(10).end_time = rig.clock.unix_now() + 60;  // min_time_left is 120 s
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::give_up);
+  CHECK(rig.step().message.starts_with("only 60 s of job 10's time limit are left"));
+}
+
+TEST_CASE("the relaunch waits for the backoff from the second relaunch on", "[engine]") {
+  Rig rig;
+  rig.config.backoff = 10s;
+  rig.protect(1, 1);
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  CHECK(rig.step(1).phase == RepairPhase::expanded);
+  rig.clock.advance(9s);
+  rig.engine->tick();
+  CHECK(rig.step(1).state == StepState::repairing);
+  rig.clock.advance(1s);
+  rig.engine->tick();
+  CHECK(rig.step(1).verdict == Verdict::relaunch);
+  CHECK(rig.step(1).message.ends_with("after a backoff of 10 s"));
+}
+
+TEST_CASE("the batch host failing requeues the job and sets its node DOWN", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.nodes["node1"].down = true;
+  rig.engine->tick();
+  const auto step = rig.step();
+  CHECK(step.verdict == Verdict::requeued);
+  CHECK(step.message ==
+        "the batch host node1 failed: job 10 was requeued and restarts from its batch script");
+  CHECK(rig.slurm.updated("requeue 10"));
+  CHECK(rig.slurm.updated("down node1 auto-resume: failed under job 10"));
+  CHECK_FALSE(rig.slurm.updated("shrink"));
+}
+
+TEST_CASE("a GRES job is requeued and with --no-requeue or under salloc it gives up", "[engine]") {
+  Rig rig;
+  rig.protect();
+  auto& job = rig.slurm.jobs.at(10);
+  job.has_gres = true;
+  SECTION("batch, requeue allowed") {
+    rig.slurm.nodes["node3"].down = true;
+    rig.engine->tick();
+    CHECK(rig.step().verdict == Verdict::requeued);
+    CHECK(rig.step().message.starts_with(
+        "job 10 holds GRES, which Slurm cannot move to other nodes: job 10 was requeued"));
+    CHECK(rig.slurm.updated("down node3"));
+  }
+  SECTION("--no-requeue") {
+    job.requeue = false;
+    rig.slurm.nodes["node3"].down = true;
+    rig.engine->tick();
+    CHECK(rig.step().verdict == Verdict::give_up);
+    CHECK(rig.step().message.ends_with("; the job was submitted with --no-requeue"));
+    CHECK(rig.slurm.updated("kill_step 10.0"));
+    CHECK_FALSE(rig.slurm.updated("requeue"));
+  }
+  SECTION("salloc") {
+    job.batch = false;
+    rig.slurm.nodes["node3"].down = true;
+    rig.engine->tick();
+    CHECK(rig.step().verdict == Verdict::give_up);
+    CHECK(rig.step().message.ends_with("; a salloc job cannot be requeued"));
+  }
+}
+
+TEST_CASE("the job ending or requeued by Slurm decides the step", "[engine]") {
+  Rig rig;
+  rig.protect();
+  SECTION("gone") {
+    rig.slurm.jobs.erase(10);
+    rig.engine->tick();
+    CHECK(rig.step().verdict == Verdict::cancelled);
+    CHECK(rig.step().message == "job 10 is gone");
+  }
+  SECTION("requeued by Slurm") {
+    auto& job = rig.slurm.jobs.at(10);
+    job.running = false;
+    job.pending = true;
+    job.restart_count = 1;
+    rig.engine->tick();
+    CHECK(rig.step().verdict == Verdict::requeued);
+  }
+  SECTION("suspended: nothing happens") {
+    rig.slurm.jobs.at(10).suspended = true;
+    rig.slurm.nodes["node3"].down = true;
+    rig.engine->tick();
+    CHECK(rig.step().state == StepState::registered);
+  }
+}
+
+TEST_CASE("the job ending during a repair cancels the step and its helpers", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.helpers_start = false;
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::replaced);
+  rig.slurm.jobs.at(10).running = false;
+  rig.slurm.jobs.at(10).state = "CANCELLED";
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::cancelled);
+  CHECK(rig.step().message == "job 10 ended (CANCELLED) during the repair");
+  CHECK(rig.slurm.updated("cancel 5000"));
+}
+
+TEST_CASE("an ended step with no fault within end_window gets no_fault", "[engine]") {
+  Rig rig;
+  rig.protect();
+  auto step = rig.step();
+  REQUIRE(rig.store->mark_ended(step, rig.clock.unix_now(), {EventKind::ended, "ended"}));
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::ended);
+  rig.clock.advance(3s);
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::no_fault);
+}
+
+TEST_CASE("a step Slurm forgot for over 15 s while registered is cancelled", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.steps.clear();
+  rig.engine->tick();
+  rig.clock.advance(15s);
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::registered);
+  rig.clock.advance(1s);
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::cancelled);
+  CHECK(rig.step().message == "step 10.0 is gone and its srun never asked for a verdict");
+}
+
+TEST_CASE("a step cancelled by its srun mid-repair stays cancelled", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.helpers_start = false;
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.store->cancel(rig.step(), "cancelled by its srun"));
+  rig.slurm.jobs.at(5000).running = true;
+  rig.slurm.jobs.at(5000).pending = false;
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::cancelled);
+  CHECK_FALSE(rig.slurm.updated("merge"));
+}
+
+TEST_CASE("slurmctld unreachable: the step waits and goes on once it is back", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.reachable = false;
+  // The engine's loop logs what a tick throws and tries again.
+  CHECK_THROWS_AS(rig.engine->tick(), ar::slurm::SlurmError);
+  CHECK(rig.step().state == StepState::registered);
+  rig.slurm.reachable = true;
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::relaunch);
+}

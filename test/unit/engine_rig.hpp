@@ -1,0 +1,84 @@
+#pragma once
+// A controller's resume engine and node keeper over the fakes, for the
+// engine's unit tests: job 10 of uid 1000 on node1-4 protected as run "r".
+
+#include <catch2/catch.hpp>
+#include <memory>
+
+#include "fakes.hpp"
+#include "nodes/node_keeper.hpp"
+#include "resume/engine.hpp"
+
+namespace ar::test {
+
+using namespace std::chrono_literals;
+
+struct EngineRig {
+  ar::test::TempDir dir;
+  ar::test::ManualClock clock;
+  ar::test::FakeSlurm slurm;
+  ar::test::FakeProber prober;
+  ar::test::FakeRunner runner;
+  ar::DaemonConfig config;
+  std::unique_ptr<ar::Store> store;
+  std::unique_ptr<ar::NodeKeeper> keeper;
+  std::unique_ptr<ar::Engine> engine;
+
+  explicit EngineRig(int nodes = 6) {
+    slurm.add_nodes(nodes);
+    config.heartbeat_timeout = 0ms;  // no agents in these tests
+    start();
+  }
+  // A controller (re)started on the same store.
+  void start() {
+    engine.reset();
+    keeper.reset();
+    store.reset();
+    store = std::make_unique<ar::Store>(dir.path, clock);
+    keeper = std::make_unique<ar::NodeKeeper>(*store, config, slurm, clock, prober, runner);
+    engine = std::make_unique<ar::Engine>(*store, config, *keeper, slurm, clock, prober);
+  }
+  // Job 10 of uid 1000 on node1-4, its step 10.0 protected as run "r".
+  void protect(std::uint32_t attempt = 0, std::uint32_t step_id = 0) {
+    slurm.add_job(10, 1000, {"node1", "node2", "node3", "node4"});
+    slurm.add_step(10, step_id, "node[1-4]");
+    ar::proto::StepRegistration step;
+    step.job_id = 10;
+    step.step_id = step_id;
+    step.run_id = "r";
+    step.attempt = attempt;
+    step.argv = {"srun", "--auto-resume=1", "train"};
+    step.cwd = "/w";
+    step.nodelist = "node[1-4]";
+    REQUIRE(store->register_step(step, 1000) == ar::Store::Insert::created);
+  }
+  ar::StoredStep step(std::uint32_t attempt = 0) { return store->find("r", attempt).value(); }
+  std::vector<std::string> kinds() {
+    std::vector<std::string> out;
+    for (const auto& e : store->events(std::nullopt, 0)) out.push_back(e.kind);
+    return out;
+  }
+  bool has_event(const std::string& kind) {
+    const auto all = kinds();
+    return std::find(all.begin(), all.end(), kind) != all.end();
+  }
+  // The first event of `kind`'s detail.
+  std::string detail(const std::string& kind) {
+    for (const auto& e : store->events(std::nullopt, 0))
+      if (e.kind == kind) return e.detail;
+    return "";
+  }
+  // Ticks (moving the clock a little each time) until `done` or a real deadline.
+  template <typename Done>
+  bool tick_until(Done done, std::chrono::milliseconds step = 500ms) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      engine->tick();
+      if (done()) return true;
+      clock.advance(step);
+    }
+    return false;
+  }
+};
+
+}  // namespace ar::test

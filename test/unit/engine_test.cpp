@@ -1,0 +1,319 @@
+// The resume engine driven through the fakes (faults, repair phases, replacements): Slurm in
+// memory, a clock moved by hand. These pin what the engine does today; a test whose name says
+// "(today and issue N flips it)" pins behaviour that issue changes.
+
+#include "engine_rig.hpp"
+
+namespace {
+
+using ar::EventKind;
+using ar::RepairPhase;
+using ar::StepState;
+using ar::Verdict;
+using Rig = ar::test::EngineRig;
+using namespace std::chrono_literals;
+
+}  // namespace
+
+TEST_CASE("a DOWN node of a protected step is taken out and the step relaunched", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::registered);
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  const auto step = rig.step();
+  REQUIRE(step.state == StepState::decided);
+  CHECK(step.verdict == Verdict::relaunch);
+  CHECK(rig.slurm.updated("fail node3 auto-resume: it is DOWN (job 10)"));
+  CHECK(rig.slurm.updated("shrink 10 node[1-2,4]"));
+  CHECK(rig.slurm.updated("kill_step 10.0"));
+  CHECK(rig.slurm.updated("helper 5000 node5 for 10"));
+  CHECK(rig.slurm.updated("merge 5000 into 10"));
+  CHECK(rig.slurm.jobs.at(10).nodes == "node[1-2,4-5]");
+  CHECK(step.repair["relaunch"]["nodelist"] == "node[1-2,4-5]");
+  CHECK(step.repair["relaunch"]["num_nodes"] == 4);
+  CHECK(rig.kinds() == std::vector<std::string>{"registered", "detected", "node_out", "replaced",
+                                                "replaced_all", "expand_helper", "merged",
+                                                "expanded", "relaunch"});
+}
+
+TEST_CASE("a running step with healthy nodes is left alone", "[engine]") {
+  Rig rig;
+  rig.protect();
+  for (int i = 0; i < 5; ++i) {
+    rig.engine->tick();
+    rig.clock.advance(1s);
+  }
+  CHECK(rig.step().state == StepState::registered);
+  CHECK(rig.slurm.updates.empty());
+}
+
+TEST_CASE("each repair phase is stored and a restarted controller carries on from it", "[engine]") {
+  Rig rig(4);  // no idle node: the repair stops at node_out
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::repairing);
+  CHECK(rig.step().phase == RepairPhase::node_out);
+
+  rig.start();  // restart at node_out
+  rig.slurm.helpers_start = false;
+  rig.slurm.add_nodes(5);  // node5 is new and idle
+  rig.engine->tick();
+  CHECK(rig.step().phase == RepairPhase::replaced);
+  CHECK(rig.step().repair["helpers"]["node5"] == 5000);
+
+  rig.start();  // restart at replaced, with the helper pending
+  rig.slurm.jobs.at(5000).pending = false;
+  rig.slurm.jobs.at(5000).running = true;
+  rig.engine->tick();
+  const auto step = rig.step();
+  CHECK(step.verdict == Verdict::relaunch);
+  // The recorded helper is merged, not submitted again.
+  CHECK(std::count_if(rig.slurm.updates.begin(), rig.slurm.updates.end(),
+                      [](const auto& u) { return u.starts_with("helper "); }) == 1);
+  CHECK(rig.slurm.jobs.at(10).nodes == "node[1-2,4-5]");
+}
+
+TEST_CASE("a node merged before a restart is not merged again", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.helpers_start = false;
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::replaced);
+  // The merge happened, but the controller died before recording it.
+  rig.slurm.jobs.at(5000).running = true;
+  rig.slurm.jobs.at(5000).pending = false;
+  rig.slurm.merge_expand_helper(5000, 10);
+  rig.start();
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.slurm.jobs.at(10).num_nodes == 4);
+}
+
+TEST_CASE(
+    "a second node failing during a repair is not taken out before the relaunch (today and issue "
+    "11 "
+    "flips it)",
+    "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.helpers_start = false;
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::replaced);
+  rig.slurm.nodes["node2"].down = true;  // the second fault
+  rig.slurm.jobs.at(5000).running = true;
+  rig.slurm.jobs.at(5000).pending = false;
+  rig.engine->tick();
+  const auto step = rig.step();
+  CHECK(step.verdict == Verdict::relaunch);
+  CHECK(step.repair["relaunch"]["nodelist"] == "node[1-2,4-5]");  // node2 still in it
+  CHECK_FALSE(rig.slurm.updated("fail node2"));
+}
+
+TEST_CASE("a fault in the relaunched attempt starts a new repair", "[engine]") {
+  Rig rig;
+  rig.protect(1, 1);
+  rig.config.backoff = 0ms;
+  rig.slurm.nodes["node4"].not_responding = true;
+  rig.engine->tick();
+  CHECK(rig.step(1).verdict == Verdict::relaunch);
+  CHECK(rig.detail("detected").find("node4: its slurmd is not responding") != std::string::npos);
+}
+
+TEST_CASE(
+    "a helper left pending is waited for until repair_timeout and not 30 s (today and issue 11 "
+    "flips it as the patience start is never stored)",
+    "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.helpers_start = false;
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::replaced);
+  rig.slurm.add_job(20, 2000, {"node5"});  // node5 went to another job meanwhile
+  for (int i = 0; i < 10; ++i) {
+    rig.clock.advance(10s);
+    rig.engine->tick();
+  }
+  CHECK_FALSE(rig.slurm.updated("cancel 5000"));
+  CHECK_FALSE(rig.has_event("expand_retry"));
+  CHECK(rig.step().phase == RepairPhase::replaced);
+  rig.clock.advance(300s);
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::give_up);
+  CHECK(rig.step().message ==
+        "the repair did not finish within repair_timeout=300 s (it got to 'replaced')");
+}
+
+TEST_CASE("a helper that ends before the merge is submitted again", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.helpers_start = false;
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  rig.slurm.jobs.erase(5000);  // ended (cancelled by someone)
+  rig.engine->tick();
+  CHECK(rig.detail("expand_retry").find("ended (gone) before the merge") != std::string::npos);
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("helper 5001 node5 for 10"));
+}
+
+TEST_CASE("a helper Slurm refuses makes the engine choose another node", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.slurm.refuse_helpers.insert("node5");  // the first pick
+  rig.engine->tick();
+  CHECK(rig.step().phase == RepairPhase::node_out);
+  CHECK(rig.detail("expand_retry").ends_with(": choosing another node"));
+  CHECK(rig.step().repair["replacements"].empty());
+  rig.engine->tick();
+  // node5 is still idle and is chosen again (today and issue 11 flips it).
+  CHECK(rig.step().phase == RepairPhase::node_out);
+  rig.slurm.refuse_helpers.clear();
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::relaunch);
+}
+
+TEST_CASE("a node a health check marked keeps its mark and the step moves off it", "[engine]") {
+  Rig rig;
+  rig.protect();
+  const std::string mark = "Action:Replace gpu: GPU 0 is missing";
+  rig.slurm.nodes["node2"].fail = true;
+  rig.slurm.nodes["node2"].reason = mark;
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK_FALSE(rig.slurm.updated("fail node2"));
+  CHECK(rig.slurm.nodes["node2"].reason == mark);
+  CHECK(rig.slurm.updated("shrink 10 node[1,3-4]"));
+}
+
+TEST_CASE("an admin's bare Action:Replace lets the step run on", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.nodes["node2"].fail = true;
+  rig.slurm.nodes["node2"].reason = "Action:Replace";
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::registered);
+}
+
+TEST_CASE("a slurmd that misses probe_failures probes in a row is a fault", "[engine]") {
+  Rig rig;
+  rig.config.probe_failures = 3;
+  rig.config.probe_interval = 1000ms;
+  rig.protect();
+  rig.prober.dead.insert(rig.slurm.nodes["node4"].address);
+  for (int i = 0; i < 2; ++i) {
+    rig.engine->tick();
+    rig.clock.advance(1s);
+  }
+  CHECK(rig.step().state == StepState::registered);
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.detail("detected").find("node4: its slurmd did not answer 3 probes in a row") !=
+        std::string::npos);
+}
+
+TEST_CASE("only the step's own nodes count as Slurm lists them", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.steps[{10, 0}] = "node[1-2]";  // an srun -N2 in a 4-node job
+  rig.slurm.nodes["node4"].down = true;    // not under the step
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::registered);
+}
+
+TEST_CASE("with no idle node the failed node's new instance replaces it", "[engine]") {
+  Rig rig(4);
+  rig.config.local_restart_command = {"/bin/restart", "{node}"};
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::node_out);
+  // The node keeper has the provider restart node3; its new instance
+  // registers (a new slurmd start time, the mark still on).
+  REQUIRE(rig.tick_until([&] { return !rig.runner.calls().empty(); }));
+  CHECK(rig.runner.calls().front() == std::vector<std::string>{"/bin/restart", "node3"});
+  REQUIRE(rig.tick_until([&] {
+    return rig.store->node_repair("node3") &&
+           rig.store->node_repair("node3")->state == ar::NodeRepairState::returning;
+  }));
+  auto& node3 = rig.slurm.nodes["node3"];
+  node3.down = false;
+  node3.slurmd_start_time = rig.clock.unix_now();
+  REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.step().repair["relaunch"]["nodelist"] == "node[1-4]");
+  CHECK(rig.slurm.updated("resume node3"));
+}
+
+TEST_CASE("a node whose replacement failed ends the repair with give_up", "[engine]") {
+  Rig rig(4);
+  rig.config.local_restart_command = {"/bin/restart", "{node}"};
+  rig.config.provider_retries = 1;
+  rig.runner.set_result({1, "no capacity", ""});
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
+  CHECK(rig.step().verdict == Verdict::give_up);
+  CHECK(rig.step().message.starts_with(
+      "no node can replace node3 (no idle node in partition main, and the provider failed: "));
+  CHECK(rig.step().message.find("no capacity") != std::string::npos);
+}
+
+TEST_CASE("a repair that does not finish within repair_timeout gives up", "[engine]") {
+  Rig rig(4);
+  rig.config.repair_timeout = 60s;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  rig.clock.advance(60s);
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::repairing);
+  rig.clock.advance(2s);
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::give_up);
+  CHECK(rig.step().message ==
+        "the repair did not finish within repair_timeout=60 s (it got to 'node_out')");
+}
+
+TEST_CASE("a spare is taken before an idle node", "[engine]") {
+  Rig rig;
+  rig.config.provider = ar::ProviderKind::spares;
+  rig.slurm.nodes["node6"].drain = true;
+  rig.slurm.nodes["node6"].reason = "spare";
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("undrain node6"));
+  CHECK(rig.has_event("spare_taken"));
+  CHECK(rig.slurm.updated("helper 5000 node6 for 10"));
+}
+
+TEST_CASE("a node that failed this job before is not chosen again but its new instance is",
+          "[engine]") {
+  Rig rig(5);
+  rig.config.backoff = 0ms;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().verdict == Verdict::relaunch);  // onto node5
+  // Attempt 1 on node[1-2,4-5]; node3 is idle again, the same instance.
+  auto& node3 = rig.slurm.nodes["node3"];
+  node3.down = node3.fail = false;
+  ar::proto::StepRegistration next = rig.step().step;
+  next.attempt = 1;
+  next.step_id = 1;
+  rig.slurm.add_step(10, 1, "node[1-2,4-5]");
+  REQUIRE(rig.store->register_step(next, 1000) == ar::Store::Insert::created);
+  rig.slurm.nodes["node5"].down = true;
+  rig.engine->tick();
+  CHECK(rig.step(1).phase == RepairPhase::node_out);  // node3's old instance is banned
+  node3.slurmd_start_time += 100;                     // replaced meanwhile
+  rig.engine->tick();
+  CHECK(rig.step(1).verdict == Verdict::relaunch);
+}

@@ -1,0 +1,309 @@
+#include "fakes.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "hostlist.hpp"
+
+namespace ar::test {
+
+ManualClock::ManualClock()
+    : now_(Steady::time_point{} + std::chrono::hours{1}),
+      unix_ms_(system_clock().unix_now() * 1000) {}
+
+Clock::Steady::time_point ManualClock::now() const {
+  std::lock_guard lock(mutex_);
+  return now_;
+}
+
+std::int64_t ManualClock::unix_now() const {
+  std::lock_guard lock(mutex_);
+  return unix_ms_ / 1000;
+}
+
+void ManualClock::advance(std::chrono::milliseconds by) {
+  std::lock_guard lock(mutex_);
+  now_ += by;
+  unix_ms_ += by.count();
+}
+
+void FakeSlurm::check_reachable() const {
+  if (!reachable) throw slurm::SlurmError("Unable to contact slurm controller (fake)", 1);
+}
+
+slurm::NodeInfo& FakeSlurm::node(const std::string& name) {
+  const auto it = nodes.find(name);
+  if (it == nodes.end()) throw slurm::SlurmError("Invalid node name specified: " + name, 2);
+  return it->second;
+}
+
+slurm::JobInfo& FakeSlurm::job(std::uint32_t id) {
+  const auto it = jobs.find(id);
+  if (it == jobs.end())
+    throw slurm::SlurmError("Invalid job id specified: " + std::to_string(id), 3);
+  return it->second;
+}
+
+void FakeSlurm::add_nodes(int count, const std::string& partition) {
+  for (int i = 1; i <= count; ++i) {
+    slurm::NodeInfo n;
+    n.name = "node" + std::to_string(i);
+    if (nodes.contains(n.name)) continue;
+    n.address = "127.0.0." + std::to_string(10 + i);
+    n.port = static_cast<std::uint16_t>(7000 + i);
+    n.idle = true;
+    n.slurmd_start_time = 1000 + i;
+    nodes[n.name] = n;
+    partition_nodes[partition].push_back(n.name);
+  }
+}
+
+slurm::JobInfo& FakeSlurm::add_job(std::uint32_t id, uid_t uid,
+                                   const std::vector<std::string>& hosts,
+                                   const std::string& partition) {
+  slurm::JobInfo j;
+  j.job_id = id;
+  j.uid = uid;
+  j.state = "RUNNING";
+  j.running = true;
+  j.hosts = hosts;
+  j.nodes = slurm::compress_hostlist(hosts);
+  j.batch = true;
+  j.batch_host = hosts.empty() ? "" : hosts.front();
+  j.name = "train";
+  j.partition = partition;
+  j.requeue = true;
+  j.num_nodes = static_cast<std::uint32_t>(hosts.size());
+  j.cpus_per_node = 1;
+  return jobs[id] = j;
+}
+
+void FakeSlurm::add_step(std::uint32_t job_id, std::uint32_t step, const std::string& nodelist) {
+  steps[{job_id, step}] = nodelist;
+}
+
+bool FakeSlurm::updated(const std::string& prefix) const {
+  return std::any_of(updates.begin(), updates.end(),
+                     [&](const std::string& u) { return u.starts_with(prefix); });
+}
+
+std::optional<slurm::JobInfo> FakeSlurm::load_job(std::uint32_t job_id) {
+  check_reachable();
+  const auto it = jobs.find(job_id);
+  if (it == jobs.end()) return std::nullopt;
+  return it->second;
+}
+
+uid_t FakeSlurm::slurm_user_uid() {
+  check_reachable();
+  return slurm_user;
+}
+
+const std::vector<slurm::NodeInfo>& FakeSlurm::load_nodes() {
+  check_reachable();
+  listed_.clear();
+  for (auto [name, n] : nodes) {
+    n.allocated = std::any_of(jobs.begin(), jobs.end(), [&](const auto& entry) {
+      const auto& j = entry.second;
+      return j.running && std::find(j.hosts.begin(), j.hosts.end(), name) != j.hosts.end();
+    });
+    n.idle = !n.down && !n.allocated;
+    listed_.push_back(n);
+  }
+  return listed_;
+}
+
+std::optional<slurm::NodeInfo> FakeSlurm::load_node(const std::string& name) {
+  check_reachable();
+  const auto it = nodes.find(name);
+  if (it == nodes.end()) return std::nullopt;
+  return it->second;
+}
+
+std::map<std::string, std::vector<std::string>> FakeSlurm::partitions() {
+  check_reachable();
+  return partition_nodes;
+}
+
+void FakeSlurm::set_node_fail(const std::string& name, const std::string& reason) {
+  check_reachable();
+  auto& n = node(name);
+  n.fail = true;
+  n.reason = reason;
+  updates.push_back("fail " + name + " " + reason);
+}
+
+void FakeSlurm::set_node_down(const std::string& name, const std::string& reason) {
+  check_reachable();
+  auto& n = node(name);
+  n.down = true;
+  n.reason = reason;
+  updates.push_back("down " + name + " " + reason);
+}
+
+void FakeSlurm::set_node_drain(const std::string& name, const std::string& reason) {
+  check_reachable();
+  auto& n = node(name);
+  n.drain = true;
+  n.reason = reason;
+  updates.push_back("drain " + name + " " + reason);
+}
+
+void FakeSlurm::resume_node(const std::string& name) {
+  check_reachable();
+  auto& n = node(name);
+  n.fail = n.down = n.drain = false;
+  n.reason.clear();
+  updates.push_back("resume " + name);
+}
+
+void FakeSlurm::undrain_node(const std::string& name) {
+  check_reachable();
+  auto& n = node(name);
+  n.drain = false;
+  n.reason.clear();
+  updates.push_back("undrain " + name);
+}
+
+void FakeSlurm::shrink_job(std::uint32_t job_id, const std::string& nodelist) {
+  check_reachable();
+  auto& j = job(job_id);
+  j.hosts = slurm::expand_hostlist(nodelist);
+  j.nodes = nodelist;
+  j.num_nodes = static_cast<std::uint32_t>(j.hosts.size());
+  updates.push_back("shrink " + std::to_string(job_id) + " " + nodelist);
+}
+
+std::optional<std::string> FakeSlurm::step_nodes(std::uint32_t job_id, std::uint32_t step_id) {
+  check_reachable();
+  const auto it = steps.find({job_id, step_id});
+  if (it == steps.end()) return std::nullopt;
+  return it->second;
+}
+
+bool FakeSlurm::step_exists(std::uint32_t job_id, std::uint32_t step_id) {
+  check_reachable();
+  return steps.contains({job_id, step_id});
+}
+
+void FakeSlurm::kill_step(std::uint32_t job_id, std::uint32_t step_id) {
+  check_reachable();
+  steps.erase({job_id, step_id});
+  updates.push_back("kill_step " + std::to_string(job_id) + "." + std::to_string(step_id));
+}
+
+void FakeSlurm::requeue(std::uint32_t job_id) {
+  check_reachable();
+  auto& j = job(job_id);
+  j.running = false;
+  j.pending = true;
+  j.state = "PENDING";
+  ++j.restart_count;
+  updates.push_back("requeue " + std::to_string(job_id));
+}
+
+std::uint32_t FakeSlurm::submit_expand_helper(const slurm::JobInfo& of,
+                                              const std::string& node_name,
+                                              const std::string& name) {
+  check_reachable();
+  if (refuse_helpers.contains(node_name))
+    throw slurm::SlurmError("Requested node configuration is not available (fake)", 4);
+  const auto id = next_job_id_++;
+  auto& helper = add_job(id, of.uid, {node_name}, of.partition);
+  helper.name = name;
+  helper.batch = false;
+  if (!helpers_start) {
+    helper.running = false;
+    helper.pending = true;
+    helper.state = "PENDING";
+    helper.reason = "Resources";
+  }
+  updates.push_back("helper " + std::to_string(id) + " " + node_name + " for " +
+                    std::to_string(of.job_id));
+  return id;
+}
+
+void FakeSlurm::merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {
+  check_reachable();
+  auto& helper = job(helper_id);
+  auto& target = job(job_id);
+  for (const auto& host : helper.hosts) target.hosts.push_back(host);
+  std::sort(target.hosts.begin(), target.hosts.end());  // Slurm keeps nodes in order
+  target.nodes = slurm::compress_hostlist(target.hosts);
+  target.num_nodes = static_cast<std::uint32_t>(target.hosts.size());
+  jobs.erase(helper_id);
+  updates.push_back("merge " + std::to_string(helper_id) + " into " + std::to_string(job_id));
+}
+
+std::vector<std::uint32_t> FakeSlurm::live_jobs_named(const std::string& name) {
+  check_reachable();
+  std::vector<std::uint32_t> out;
+  for (const auto& [id, j] : jobs)
+    if (j.name == name && (j.running || j.pending)) out.push_back(id);
+  return out;
+}
+
+void FakeSlurm::cancel_job(std::uint32_t job_id) {
+  check_reachable();
+  jobs.erase(job_id);
+  updates.push_back("cancel " + std::to_string(job_id));
+}
+
+std::vector<bool> FakeProber::probe(const std::vector<ProbeTarget>& targets,
+                                    std::chrono::milliseconds /*timeout*/, ProbeDepth /*depth*/) {
+  std::vector<bool> out;
+  for (const auto& t : targets) {
+    ++probes;
+    out.push_back(!dead.contains(t.address));
+  }
+  return out;
+}
+
+CommandResult FakeRunner::run(const std::vector<std::string>& argv,
+                              std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  calls_.push_back(argv);
+  if (hang_) {
+    released_.wait(lock, [this] { return release_; });
+    release_ = false;
+    return {-1, "",
+            argv.at(0) + " did not finish within " + std::to_string(timeout.count() / 1000) + " s"};
+  }
+  return result_;
+}
+
+void FakeRunner::cancel_all() { release(); }
+
+void FakeRunner::set_result(CommandResult result) {
+  std::lock_guard lock(mutex_);
+  result_ = std::move(result);
+}
+
+void FakeRunner::set_hang(bool hang) {
+  std::lock_guard lock(mutex_);
+  hang_ = hang;
+}
+
+void FakeRunner::release() {
+  {
+    std::lock_guard lock(mutex_);
+    release_ = true;
+  }
+  released_.notify_all();
+}
+
+std::vector<std::vector<std::string>> FakeRunner::calls() const {
+  std::lock_guard lock(mutex_);
+  return calls_;
+}
+
+TempDir::TempDir() {
+  char pattern[] = "/tmp/ar-unit-test.XXXXXX";
+  const char* made = mkdtemp(pattern);
+  if (made == nullptr) throw std::runtime_error("mkdtemp failed");
+  path = made;
+}
+
+TempDir::~TempDir() { std::filesystem::remove_all(path); }
+
+}  // namespace ar::test

@@ -1,0 +1,137 @@
+#pragma once
+// In-memory stand-ins for the controller's seams: Slurm (nodes with states
+// and reasons, jobs with node lists, owners, GRES and steps; every update
+// recorded), a clock that tests move by hand, a prober and a command runner
+// whose answers tests choose.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "autoresume/clock.hpp"
+#include "autoresume/process.hpp"
+#include "nodes/probe.hpp"
+#include "slurm_api.hpp"
+
+namespace ar::test {
+
+class ManualClock final : public Clock {
+ public:
+  // Starts at the machine's wall time, so that times written by code that
+  // reads the system clock compare sensibly.
+  ManualClock();
+  Steady::time_point now() const override;
+  std::int64_t unix_now() const override;
+  void advance(std::chrono::milliseconds by);
+
+ private:
+  mutable std::mutex mutex_;
+  Steady::time_point now_;
+  std::int64_t unix_ms_;
+};
+
+class FakeSlurm final : public slurm::SlurmApi {
+ public:
+  // The cluster, as tests build it. A node's `allocated`/`idle` follow the
+  // running jobs on it (see load_nodes); the other flags are set directly.
+  std::map<std::string, slurm::NodeInfo> nodes;
+  std::map<std::uint32_t, slurm::JobInfo> jobs;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> steps;  // job.step -> nodelist
+  std::map<std::string, std::vector<std::string>> partition_nodes;
+  uid_t slurm_user = 64030;
+  // Whether an expand helper starts running at once (else it stays pending).
+  bool helpers_start = true;
+  // Nodes for which Slurm refuses an expand helper (SlurmError).
+  std::set<std::string> refuse_helpers;
+  // While false, every call throws SlurmError (slurmctld unreachable).
+  bool reachable = true;
+  // Every update, in order: "fail node2 <reason>", "shrink 10 node[1,3]", ...
+  std::vector<std::string> updates;
+
+  // Nodes node1..nodeN of partition "main", idle, each with its own address;
+  // those that exist already are left as they are.
+  void add_nodes(int count, const std::string& partition = "main");
+  // A running batch job on `hosts` (the first is the batch host).
+  slurm::JobInfo& add_job(std::uint32_t id, uid_t uid, const std::vector<std::string>& hosts,
+                          const std::string& partition = "main");
+  void add_step(std::uint32_t job, std::uint32_t step, const std::string& nodelist);
+  // Whether an update starting with `prefix` was made.
+  bool updated(const std::string& prefix) const;
+
+  std::optional<slurm::JobInfo> load_job(std::uint32_t job_id) override;
+  uid_t slurm_user_uid() override;
+  const std::vector<slurm::NodeInfo>& load_nodes() override;
+  std::optional<slurm::NodeInfo> load_node(const std::string& name) override;
+  std::map<std::string, std::vector<std::string>> partitions() override;
+  void set_node_fail(const std::string& node, const std::string& reason) override;
+  void set_node_down(const std::string& node, const std::string& reason) override;
+  void set_node_drain(const std::string& node, const std::string& reason) override;
+  void resume_node(const std::string& node) override;
+  void undrain_node(const std::string& node) override;
+  void shrink_job(std::uint32_t job_id, const std::string& nodelist) override;
+  std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) override;
+  bool step_exists(std::uint32_t job_id, std::uint32_t step_id) override;
+  void kill_step(std::uint32_t job_id, std::uint32_t step_id) override;
+  void requeue(std::uint32_t job_id) override;
+  std::uint32_t submit_expand_helper(const slurm::JobInfo& job, const std::string& node,
+                                     const std::string& name) override;
+  void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) override;
+  std::vector<std::uint32_t> live_jobs_named(const std::string& name) override;
+  void cancel_job(std::uint32_t job_id) override;
+
+ private:
+  void check_reachable() const;
+  slurm::NodeInfo& node(const std::string& name);
+  slurm::JobInfo& job(std::uint32_t id);
+  std::vector<slurm::NodeInfo> listed_;
+  std::uint32_t next_job_id_ = 5000;
+};
+
+// Answers probes as tests say: a target whose address is in `dead` does not.
+class FakeProber final : public Prober {
+ public:
+  std::set<std::string> dead;
+  int probes = 0;  // targets probed so far
+  std::vector<bool> probe(const std::vector<ProbeTarget>& targets,
+                          std::chrono::milliseconds timeout, ProbeDepth depth) override;
+};
+
+// Runs nothing: each command gets the result tests set. With `hang`, a run
+// blocks until release() or cancel_all(), as a provider that never ends.
+class FakeRunner final : public CommandRunner {
+ public:
+  CommandResult run(const std::vector<std::string>& argv,
+                    std::chrono::milliseconds timeout) override;
+  void cancel_all() override;
+
+  void set_result(CommandResult result);
+  void set_hang(bool hang);
+  void release();
+  std::vector<std::vector<std::string>> calls() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable released_;
+  CommandResult result_{0, "", ""};
+  bool hang_ = false;
+  bool release_ = false;
+  std::vector<std::vector<std::string>> calls_;
+};
+
+// A temporary folder, removed with everything in it.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+}  // namespace ar::test
