@@ -264,15 +264,23 @@ CommandResult FakeRunner::run(const std::vector<std::string>& argv,
   std::unique_lock lock(mutex_);
   calls_.push_back(argv);
   if (hang_) {
-    released_.wait(lock, [this] { return release_; });
-    release_ = false;
+    ++hung_;
+    released_.wait(lock, [this] { return releases_ > 0 || cancelled_; });
+    --hung_;
+    if (releases_ > 0) --releases_;
     return {-1, "",
             argv.at(0) + " did not finish within " + std::to_string(timeout.count() / 1000) + " s"};
   }
   return result_;
 }
 
-void FakeRunner::cancel_all() { release(); }
+void FakeRunner::cancel_all() {
+  {
+    std::lock_guard lock(mutex_);
+    cancelled_ = true;
+  }
+  released_.notify_all();
+}
 
 void FakeRunner::set_result(CommandResult result) {
   std::lock_guard lock(mutex_);
@@ -287,7 +295,8 @@ void FakeRunner::set_hang(bool hang) {
 void FakeRunner::release() {
   {
     std::lock_guard lock(mutex_);
-    release_ = true;
+    if (hung_ == 0) return;  // nothing to release: the next hung run hangs
+    ++releases_;
   }
   released_.notify_all();
 }

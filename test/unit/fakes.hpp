@@ -104,7 +104,8 @@ class FakeProber final : public Prober {
 };
 
 // Runs nothing: each command gets the result tests set. With `hang`, a run
-// blocks until release() or cancel_all(), as a provider that never ends.
+// blocks, as a provider that never ends: release() lets one hung run end
+// (none if none hangs), cancel_all() every run, now and later.
 class FakeRunner final : public CommandRunner {
  public:
   CommandResult run(const std::vector<std::string>& argv,
@@ -121,7 +122,9 @@ class FakeRunner final : public CommandRunner {
   std::condition_variable released_;
   CommandResult result_{0, "", ""};
   bool hang_ = false;
-  bool release_ = false;
+  int hung_ = 0;      // runs blocked now
+  int releases_ = 0;  // releases not yet taken by a hung run
+  bool cancelled_ = false;
   std::vector<std::vector<std::string>> calls_;
 };
 
