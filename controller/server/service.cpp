@@ -13,21 +13,16 @@ using proto::json;
 using proto::ProtocolError;
 namespace code = proto::code;
 
-Service::Service(Store& store, JobLookup load_job, UidLookup slurm_user, JobCancel cancel_job,
+Service::Service(Store& store, slurm::SlurmApi& slurm, const Clock& clock,
                  std::function<void()> wake, NodeKeeper* keeper)
-    : store_(store),
-      load_job_(std::move(load_job)),
-      lookup_slurm_user_(std::move(slurm_user)),
-      cancel_job_(std::move(cancel_job)),
-      wake_(std::move(wake)),
-      keeper_(keeper) {}
+    : store_(store), slurm_(slurm), clock_(clock), wake_(std::move(wake)), keeper_(keeper) {}
 
 bool Service::privileged(uid_t caller) {
   if (caller == 0) return true;
   std::lock_guard lock(mutex_);
   if (!slurm_user_) {
     try {
-      slurm_user_ = lookup_slurm_user_();
+      slurm_user_ = slurm_.slurm_user_uid();
     } catch (const std::exception&) {
       return false;  // asked again next time
     }
@@ -77,7 +72,7 @@ proto::HelloReply Service::do_hello(const proto::HelloRequest&, uid_t caller) {
 proto::RegisterReply Service::do_register(const proto::RegisterRequest& step, uid_t caller) {
   std::optional<slurm::JobInfo> job;
   try {
-    job = load_job_(step.job_id);
+    job = slurm_.load_job(step.job_id);
   } catch (const std::exception& e) {
     throw ProtocolError(code::kUnavailable, std::string("cannot ask Slurm: ") + e.what());
   }
@@ -196,7 +191,7 @@ proto::VerdictReply::Relaunch relaunch_plan(const StoredStep& step) {
 proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, uid_t caller) {
   auto step = owned_step(request.run_id, request.attempt, caller);
   if (request.ended && step.state == StepState::registered) {
-    const auto now = system_clock().unix_now();
+    const auto now = clock_.unix_now();
     if (store_.mark_ended(
             step, now,
             EventSpec{EventKind::ended,
@@ -235,7 +230,7 @@ proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t
     if (step.repair.contains("helpers"))
       for (const auto& [node, helper] : step.repair["helpers"].items()) {
         try {
-          cancel_job_(helper.get<std::uint32_t>());
+          slurm_.cancel_job(helper.get<std::uint32_t>());
         } catch (const std::exception&) {
           // gone already, or slurmctld is away: the engine cleans up by name
         }

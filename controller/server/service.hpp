@@ -10,26 +10,24 @@
 #include <optional>
 #include <string>
 
+#include "autoresume/clock.hpp"
 #include "autoresume/protocol.hpp"
 #include "nodes/node_keeper.hpp"
-#include "slurm_adapter.hpp"
+#include "slurm_api.hpp"
 #include "store/store.hpp"
 
 namespace ar {
 
 class Service {
  public:
-  using JobLookup = std::function<std::optional<slurm::JobInfo>(std::uint32_t)>;
-  // SlurmUser's uid; may throw while slurmctld cannot be reached.
-  using UidLookup = std::function<uid_t()>;
-  using JobCancel = std::function<void(std::uint32_t)>;
-
-  // `wake` tells the resume engine that a step changed; `cancel_job` ends a
-  // repair's helper jobs when srun cancels it.
-  // `keeper` takes the node agents' heartbeats and admins' replacements;
-  // without it those ops answer `unavailable`.
-  Service(Store& store, JobLookup load_job, UidLookup slurm_user, JobCancel cancel_job,
-          std::function<void()> wake, NodeKeeper* keeper = nullptr);
+  // Slurm tells who owns a job and who SlurmUser is, and cancels a repair's
+  // helper jobs when srun cancels it; `clock` stamps the steps' ends. `wake`
+  // tells the resume engine that a step changed. `keeper` takes the node
+  // agents' heartbeats and admins' replacements; without it those ops
+  // answer `unavailable`. Requests are served by several threads: `slurm`
+  // must take load_job, slurm_user_uid and cancel_job from any of them.
+  Service(Store& store, slurm::SlurmApi& slurm, const Clock& clock, std::function<void()> wake,
+          NodeKeeper* keeper = nullptr);
 
   // The reply line (newline included) for `request` from `caller`.
   std::string handle(const proto::Request& request, uid_t caller);
@@ -55,9 +53,8 @@ class Service {
   StoredStep owned_step(const std::string& run_id, std::uint32_t attempt, uid_t caller);
 
   Store& store_;
-  JobLookup load_job_;
-  UidLookup lookup_slurm_user_;
-  JobCancel cancel_job_;
+  slurm::SlurmApi& slurm_;
+  const Clock& clock_;
   std::function<void()> wake_;
   NodeKeeper* keeper_;
   std::mutex mutex_;  // guards slurm_user_: requests are served by several threads

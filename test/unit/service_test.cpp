@@ -41,9 +41,7 @@ struct ServiceRig {
     store = std::make_unique<ar::Store>(dir.path, clock);
     keeper = std::make_unique<ar::NodeKeeper>(*store, config, slurm, clock, prober, runner);
     service = std::make_unique<ar::Service>(
-        *store, [this](std::uint32_t id) { return slurm.load_job(id); },
-        [this] { return slurm.slurm_user_uid(); },
-        [this](std::uint32_t id) { slurm.cancel_job(id); }, [this] { ++wakes; }, keeper.get());
+        *store, slurm, clock, [this] { ++wakes; }, keeper.get());
     // The keeper has looked once: heartbeats for known nodes are taken.
     ar::NodeKeeper::NodeMap nodes;
     for (const auto& n : slurm.load_nodes()) nodes[n.name] = &n;
