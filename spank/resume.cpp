@@ -231,6 +231,22 @@ void start_watcher(const PluginConfig& config, const ProtectedStep& step) {
   state().watcher = std::make_shared<VerdictWatcher>(config, step);
 }
 
+// Stop, do not relaunch: tells the controller, and ends srun.
+[[noreturn]] void stop_waiting(const PluginConfig& config, const ProtectedStep& step, int sig) {
+  const char* name = sigabbrev_np(sig);
+  const std::string reason = std::string("srun got ") +
+                             (name != nullptr ? std::string("SIG") + name : "a signal") +
+                             " while waiting for the verdict";
+  try {
+    ask(config, proto::CancelRequest{step.run_id, step.attempt, reason});
+  } catch (const std::exception& e) {
+    say("could not tell the controller (%s)", e.what());
+  }
+  say("%s: not relaunching step %u.%u", reason.c_str(), step.job_id, step.step_id);
+  std::fflush(nullptr);
+  _exit(kExitCancelled);
+}
+
 int local_exit() {
   auto& st = state();
   if (st.watcher) {
@@ -248,21 +264,7 @@ int local_exit() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  // Stop, do not relaunch: tell the controller, and end srun.
-  auto stop = [&](int sig) {
-    const char* name = sigabbrev_np(sig);
-    const std::string reason = std::string("srun got ") +
-                               (name != nullptr ? std::string("SIG") + name : "a signal") +
-                               " while waiting for the verdict";
-    try {
-      ask(st.config, proto::CancelRequest{step.run_id, step.attempt, reason});
-    } catch (const std::exception& e) {
-      say("could not tell the controller (%s)", e.what());
-    }
-    say("%s: not relaunching step %u.%u", reason.c_str(), step.job_id, step.step_id);
-    std::fflush(nullptr);
-    _exit(kExitCancelled);
-  };
+  auto stop = [&](int sig) { stop_waiting(st.config, step, sig); };
 
   say("step %u.%u ended; waiting for the controller's verdict (run %s, attempt %u)", step.job_id,
       step.step_id, step.run_id.c_str(), step.attempt);

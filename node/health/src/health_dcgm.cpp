@@ -91,13 +91,7 @@ std::optional<Result> DcgmPolicyListener::feed(std::string_view raw) {
     block_ = Block::none;
     const auto number = text::count(xid->substr(0, xid->find(' ')));
     if (!number || *number > 0xffffffffULL) return std::nullopt;
-    const auto id = static_cast<unsigned>(*number);
-    auto result = violation("XID " + std::to_string(id), std::string(xid_meaning(id)));
-    if (xid_from_application(id)) {
-      result.status = Status::pass;
-      result.detail += " (an application's error, not the node's)";
-    }
-    return result;
+    return xid_result(*xid);
   }
   // The headline of a violation whose values follow.
   if (line == "A double-bit ECC error" + std::string(kViolated)) {
@@ -119,8 +113,20 @@ std::optional<Result> DcgmPolicyListener::feed(std::string_view raw) {
     return violation("an unknown policy violation", "");
   }
   if (block_ != block) return std::nullopt;
+  return block_value(block, line);
+}
 
-  // A value line of the block under way.
+Result DcgmPolicyListener::xid_result(std::string_view rest) const {
+  const auto id = static_cast<unsigned>(*text::count(rest.substr(0, rest.find(' '))));
+  auto result = violation("XID " + std::to_string(id), std::string(xid_meaning(id)));
+  if (xid_from_application(id)) {
+    result.status = Status::pass;
+    result.detail += " (an application's error, not the node's)";
+  }
+  return result;
+}
+
+std::optional<Result> DcgmPolicyListener::block_value(Block block, std::string_view line) {
   std::optional<std::string_view> value;
   switch (block) {
     case Block::dbe:

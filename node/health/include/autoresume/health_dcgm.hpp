@@ -59,6 +59,11 @@ class DcgmPolicyListener {
  private:
   enum class Block { none, dbe, pcie, pages, thermal, power, nvlink };
   Result violation(std::string what, std::string values) const;
+  // An XID line's result.
+  Result xid_result(std::string_view rest) const;
+  // A value line of `block`, the violation under way: its result once the
+  // block's last value is in.
+  std::optional<Result> block_value(Block block, std::string_view line);
 
   std::string gpu_;
   bool listening_ = false;
