@@ -44,8 +44,11 @@ void print_steps(const proto::StatusReply& reply) {
              "STATE", "UID", "REGISTERED", "NODES");
   // A decided step shows its verdict; a repair, how far it got.
   auto state = [](const proto::StatusReply::Step& s) {
-    if (s.state == "decided") return s.verdict.empty() ? s.state : s.verdict;
-    return s.phase.empty() ? s.state : s.state + ":" + s.phase;
+    const auto plain = std::string(ar::name_of(s.state));
+    if (s.state == ar::StepState::decided)
+      return s.verdict == ar::Verdict::none ? plain : std::string(ar::to_string(s.verdict));
+    return s.phase == ar::RepairPhase::none ? plain
+                                            : plain + ":" + std::string(ar::name_of(s.phase));
   };
   for (const auto& s : reply.steps)
     fmt::print("{:<10} {:<6} {:<24} {:>7} {:<12} {:<7} {:<20} {}\n", s.step.job_id, s.step.step_id,
@@ -66,8 +69,8 @@ void print_events(const proto::EventsReply& reply) {
 void print_nodes(const proto::NodesReply& reply) {
   if (reply.replacements.empty()) fmt::print("no node is being replaced\n");
   for (const auto& r : reply.replacements)
-    fmt::print("{} {} ({}, {} provider tries, since {}): {}{}\n", r.node, r.state, r.mode,
-               r.attempts, format_time(r.started_at), r.reason,
+    fmt::print("{} {} ({}, {} provider tries, since {}): {}{}\n", r.node, ar::name_of(r.state),
+               ar::name_of(r.mode), r.attempts, format_time(r.started_at), r.reason,
                r.detail.empty() ? "" : " - " + r.detail);
   if (reply.heartbeats.empty()) fmt::print("no node agent heard from\n");
   for (const auto& [node, age] : reply.heartbeats)

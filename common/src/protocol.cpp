@@ -92,6 +92,15 @@ Verdict get_verdict(const json& body, const char* field) {
   return *verdict;
 }
 
+// A state by its name (states.hpp); `what` names the kind in the error.
+template <typename E>
+E get_named(const json& body, const char* field, const char* what) {
+  const auto text = get_string(body, field, 64);
+  const auto value = parse_name<E>(text);
+  if (!value) bad(named(field) + ": unknown " + what + " '" + text + "'");
+  return *value;
+}
+
 // A reply's result: an object, whatever its fields.
 const json& result_object(const json& result) {
   if (!result.is_object()) bad("the result must be a JSON object, got " + result.dump());
@@ -242,11 +251,11 @@ StatusRequest StatusRequest::from_json(const json& body) {
 json StatusReply::Step::to_json() const {
   auto item = step.to_json();
   item["uid"] = uid;
-  item["state"] = state;
+  item["state"] = name_of(state);
   item["created_at"] = created_at;
-  if (!verdict.empty()) item["verdict"] = verdict;
+  if (verdict != Verdict::none) item["verdict"] = to_string(verdict);
   if (!message.empty()) item["message"] = message;
-  if (!phase.empty()) item["phase"] = phase;
+  if (phase != RepairPhase::none) item["phase"] = name_of(phase);
   return item;
 }
 
@@ -254,11 +263,11 @@ StatusReply::Step StatusReply::Step::from_json(const json& item) {
   Step out;
   out.step = StepRegistration::from_json(item);
   out.uid = get_u32(item, "uid");
-  out.state = get_string(item, "state", 64);
+  out.state = get_named<StepState>(item, "state", "step state");
   out.created_at = get_i64(item, "created_at");
-  if (item.contains("verdict")) out.verdict = get_string(item, "verdict", 64);
+  if (item.contains("verdict")) out.verdict = get_verdict(item, "verdict");
   if (item.contains("message")) out.message = get_string(item, "message", kMaxTextBytes);
-  if (item.contains("phase")) out.phase = get_string(item, "phase", 64);
+  if (item.contains("phase")) out.phase = get_named<RepairPhase>(item, "phase", "repair phase");
   return out;
 }
 
@@ -392,27 +401,8 @@ HeartbeatReply HeartbeatReply::from_json(const json& result) {
 
 // replace
 
-namespace {
-
-constexpr std::pair<ReplaceMode, std::string_view> kReplaceModes[] = {
-    {ReplaceMode::wait, "wait"}, {ReplaceMode::now, "now"}, {ReplaceMode::force, "force"}};
-
-}  // namespace
-
-std::string_view to_string(ReplaceMode mode) {
-  for (const auto& [value, name] : kReplaceModes)
-    if (value == mode) return name;
-  return "wait";
-}
-
-std::optional<ReplaceMode> parse_replace_mode(std::string_view text) {
-  for (const auto& [value, name] : kReplaceModes)
-    if (name == text) return value;
-  return std::nullopt;
-}
-
 json ReplaceRequest::to_json() const {
-  return {{"node", node}, {"mode", std::string(to_string(mode))}};
+  return {{"node", node}, {"mode", std::string(name_of(mode))}};
 }
 
 ReplaceRequest ReplaceRequest::from_json(const json& body) {
@@ -420,7 +410,7 @@ ReplaceRequest ReplaceRequest::from_json(const json& body) {
   request.node = get_node_name(body, "node");
   if (body.contains("mode")) {
     const auto mode = get_string(body, "mode", 16);
-    const auto parsed = parse_replace_mode(mode);
+    const auto parsed = parse_name<ReplaceMode>(mode);
     if (!parsed) bad("unknown mode '" + mode + "' (known: wait, now, force)");
     request.mode = *parsed;
   }
@@ -440,15 +430,16 @@ json NodesRequest::to_json() const { return json::object(); }
 NodesRequest NodesRequest::from_json(const json&) { return {}; }
 
 json NodesReply::Replacement::to_json() const {
-  return {{"node", node},         {"state", state},           {"reason", reason}, {"mode", mode},
-          {"attempts", attempts}, {"started_at", started_at}, {"detail", detail}};
+  return {{"node", node},          {"state", name_of(state)}, {"reason", reason},
+          {"mode", name_of(mode)}, {"attempts", attempts},    {"started_at", started_at},
+          {"detail", detail}};
 }
 
 NodesReply::Replacement NodesReply::Replacement::from_json(const json& item) {
   return {get_string(item, "node", kMaxTextBytes),
-          get_string(item, "state", 64),
+          get_named<NodeRepairState>(item, "state", "replacement state"),
           get_string(item, "reason", kMaxTextBytes),
-          get_string(item, "mode", 16),
+          get_named<RepairMode>(item, "mode", "replace mode"),
           get_i64(item, "attempts"),
           get_i64(item, "started_at"),
           get_string(item, "detail", kMaxTextBytes)};

@@ -107,10 +107,8 @@ proto::StatusReply Service::do_status(const proto::StatusRequest& request, uid_t
   for (const auto& stored :
        store_.steps(privileged(caller) ? std::nullopt : std::optional(caller))) {
     if (request.job_id && stored.step.job_id != *request.job_id) continue;
-    reply.steps.push_back(
-        {stored.step, stored.uid, std::string(name_of(stored.state)), stored.created_at,
-         stored.verdict == Verdict::none ? "" : std::string(to_string(stored.verdict)),
-         stored.message, std::string(name_of(stored.phase))});
+    reply.steps.push_back({stored.step, stored.uid, stored.state, stored.created_at, stored.verdict,
+                           stored.message, stored.phase});
   }
   return reply;
 }
@@ -156,9 +154,8 @@ proto::ReplaceReply Service::do_replace(NodeKeeper& keeper, const proto::Replace
 proto::NodesReply Service::do_nodes(NodeKeeper& keeper, const proto::NodesRequest&) {
   proto::NodesReply reply;
   for (auto& r : store_.node_repairs())
-    reply.replacements.push_back({std::move(r.node), std::string(name_of(r.state)),
-                                  std::move(r.reason), std::string(name_of(r.mode)), r.attempts,
-                                  r.started_at, std::move(r.detail)});
+    reply.replacements.push_back({std::move(r.node), r.state, std::move(r.reason), r.mode,
+                                  r.attempts, r.started_at, std::move(r.detail)});
   reply.heartbeats = keeper.heartbeat_ages();
   return reply;
 }

@@ -15,7 +15,7 @@
 
 #include "autoresume/clock.hpp"
 #include "autoresume/protocol.hpp"
-#include "store/states.hpp"
+#include "autoresume/states.hpp"
 
 namespace ar {
 

@@ -158,7 +158,7 @@ TEST_CASE("each request names its op and goes over the wire as it did", "[protoc
   round_trip(proto::HeartbeatRequest{"node1", false}, R"({"node":"node1"})");
   for (const auto mode :
        {proto::ReplaceMode::wait, proto::ReplaceMode::now, proto::ReplaceMode::force}) {
-    const auto wire = R"({"mode":")" + std::string(proto::to_string(mode)) + R"(","node":"node2"})";
+    const auto wire = R"({"mode":")" + std::string(ar::name_of(mode)) + R"(","node":"node2"})";
     CHECK(round_trip(proto::ReplaceRequest{"node2", mode}, wire).mode == mode);
   }
 }
@@ -260,10 +260,10 @@ TEST_CASE("heartbeat and replace take a node name as slurm.conf spells one", "[p
 TEST_CASE("replace modes have one name each", "[protocol]") {
   for (const auto mode :
        {proto::ReplaceMode::wait, proto::ReplaceMode::now, proto::ReplaceMode::force})
-    CHECK(proto::parse_replace_mode(proto::to_string(mode)) == mode);
-  CHECK(proto::to_string(proto::ReplaceMode::force) == "force");
-  CHECK(proto::parse_replace_mode("Wait") == std::nullopt);
-  CHECK(proto::parse_replace_mode("") == std::nullopt);
+    CHECK(ar::parse_name<proto::ReplaceMode>(ar::name_of(mode)) == mode);
+  CHECK(ar::name_of(proto::ReplaceMode::force) == "force");
+  CHECK(ar::parse_name<proto::ReplaceMode>("Wait") == std::nullopt);
+  CHECK(ar::parse_name<proto::ReplaceMode>("") == std::nullopt);
 }
 
 TEST_CASE("each reply goes over the wire as it did and parses back", "[protocol]") {
@@ -276,10 +276,12 @@ TEST_CASE("each reply goes over the wire as it did and parses back", "[protocol]
             .duplicate);
 
   proto::StatusReply status;
-  status.steps.push_back({proto::RegisterRequest::from_json(valid_step()), 1000, "decided", 17,
-                          "give_up", "no spare nodes", ""});
-  status.steps.push_back(
-      {proto::RegisterRequest::from_json(valid_step()), 0, "repairing", 18, "", "", "node_out"});
+  status.steps.push_back({proto::RegisterRequest::from_json(valid_step()), 1000,
+                          ar::StepState::decided, 17, ar::Verdict::give_up, "no spare nodes",
+                          ar::RepairPhase::none});
+  status.steps.push_back({proto::RegisterRequest::from_json(valid_step()), 0,
+                          ar::StepState::repairing, 18, ar::Verdict::none, "",
+                          ar::RepairPhase::node_out});
   const auto steps = round_trip(
       status,
       R"({"steps":[{"argv":["srun","--auto-resume=1","train.sh"],"attempt":0,"created_at":17,)"
@@ -289,8 +291,8 @@ TEST_CASE("each reply goes over the wire as it did and parses back", "[protocol]
       R"("cwd":"/home/u","job_id":12,"nodelist":"node[1-4]","phase":"node_out",)"
       R"("run_id":"12.0-abc","state":"repairing","step_id":0,"uid":0}]})");
   REQUIRE(steps.steps.size() == 2);
-  CHECK(steps.steps[0].verdict == "give_up");
-  CHECK(steps.steps[1].phase == "node_out");
+  CHECK(steps.steps[0].verdict == ar::Verdict::give_up);
+  CHECK(steps.steps[1].phase == ar::RepairPhase::node_out);
   CHECK(steps.steps[1].message.empty());
   round_trip(proto::StatusReply{}, R"({"steps":[]})");
 
@@ -325,7 +327,8 @@ TEST_CASE("each reply goes over the wire as it did and parses back", "[protocol]
             .message == "node2 is being replaced");
 
   proto::NodesReply nodes;
-  nodes.replacements.push_back({"node3", "failed", "Action:Replace", "wait", 2, 1700000000, ""});
+  nodes.replacements.push_back({"node3", ar::NodeRepairState::failed, "Action:Replace",
+                                ar::RepairMode::wait, 2, 1700000000, ""});
   nodes.heartbeats = {{"node1", 0.5}, {"node2", 1.25}};
   const auto back =
       round_trip(nodes, R"({"heartbeats":{"node1":0.5,"node2":1.25},"replacements":[{"attempts":2,)"
@@ -362,10 +365,14 @@ TEST_CASE("a reply names the field it finds wrong", "[protocol]") {
                                       {{"node", "a b", "field 'node': 'a b' is not a node name"},
                                        {"message", std::nullopt, missing("message")}});
 
-  auto step =
-      proto::StatusReply::Step{
-          proto::RegisterRequest::from_json(valid_step()), 0, "registered", 1, "", "", ""}
-          .to_json();
+  auto step = proto::StatusReply::Step{proto::RegisterRequest::from_json(valid_step()),
+                                       0,
+                                       ar::StepState::registered,
+                                       1,
+                                       ar::Verdict::none,
+                                       "",
+                                       ar::RepairPhase::none}
+                  .to_json();
   check_refusals<proto::StatusReply>(
       json{{"steps", json::array({step})}},
       {{"steps", std::nullopt, missing("steps")},
@@ -378,7 +385,11 @@ TEST_CASE("a reply names the field it finds wrong", "[protocol]") {
        {"steps", json::array({with(step, "created_at", 1.5)}),
         "field 'steps' item 0: field 'created_at' must be a 64-bit integer, got 1.5"},
        {"steps", json::array({with(step, "phase", 2)}),
-        "field 'steps' item 0: field 'phase' must be a string"}});
+        "field 'steps' item 0: field 'phase' must be a string"},
+       {"steps", json::array({with(step, "state", "Decided")}),
+        "field 'steps' item 0: field 'state': unknown step state 'Decided'"},
+       {"steps", json::array({with(step, "phase", "shrunk")}),
+        "field 'steps' item 0: field 'phase': unknown repair phase 'shrunk'"}});
 
   const auto event = proto::EventsReply::Event{1, 2, 3, "r", "ended", "", ""}.to_json();
   check_refusals<proto::EventsReply>(
@@ -391,13 +402,24 @@ TEST_CASE("a reply names the field it finds wrong", "[protocol]") {
         "field 'events' item 0: field 'kind' must be a string"}});
 
   check_refusals<proto::NodesReply>(
-      proto::NodesReply{{{"n1", "waiting", "r", "wait", 0, 0, ""}}, {{"n1", 1.0}}}.to_json(),
+      proto::NodesReply{{{"n1", ar::NodeRepairState::waiting, "r", ar::RepairMode::wait, 0, 0, ""}},
+                        {{"n1", 1.0}}}
+          .to_json(),
       {{"heartbeats", std::nullopt, missing("heartbeats")},
        {"heartbeats", json::array(), "field 'heartbeats' must be an object, got []"},
        {"heartbeats", json{{"n1", "1s"}},
         "field 'heartbeats': 'n1' must be a number of seconds, got \"1s\""},
        {"replacements", json::array({json::object()}),
-        "field 'replacements' item 0: missing field 'node'"}});
+        "field 'replacements' item 0: missing field 'node'"},
+       {"replacements",
+        json::array({{{"node", "n1"},
+                      {"state", "lost"},
+                      {"reason", ""},
+                      {"mode", "wait"},
+                      {"attempts", 0},
+                      {"started_at", 0},
+                      {"detail", ""}}}),
+        "field 'replacements' item 0: field 'state': unknown replacement state 'lost'"}});
 
   // A result that is not an object at all.
   CHECK_THROWS_WITH(proto::HeartbeatReply::from_json(json::array()),

@@ -1,4 +1,4 @@
-#include "store/states.hpp"
+#include "autoresume/states.hpp"
 
 #include <catch2/catch.hpp>
 #include <set>

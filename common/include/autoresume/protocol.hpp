@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "autoresume/resume.hpp"
+#include "autoresume/states.hpp"
 
 namespace ar::proto {
 
@@ -141,11 +142,11 @@ struct StatusReply {
   struct Step {
     StepRegistration step;
     std::uint32_t uid = 0;
-    std::string state;  // registered, ended, repairing, decided
+    StepState state = StepState::registered;
     std::int64_t created_at = 0;
-    std::string verdict;  // these three are left out of the JSON when empty
-    std::string message;
-    std::string phase;
+    Verdict verdict = Verdict::none;  // these three are left out of the JSON when
+    std::string message;              // none or empty
+    RepairPhase phase = RepairPhase::none;
 
     json to_json() const;
     static Step from_json(const json& item);
@@ -252,13 +253,10 @@ struct HeartbeatReply {
 };
 
 // `replace`: an admin asks for a node's replacement.
-enum class ReplaceMode {
-  wait,   // running jobs finish first
-  now,    // protected steps on the node are resumed elsewhere at once
-  force,  // and the other jobs on it are killed
-};
-std::string_view to_string(ReplaceMode mode);
-std::optional<ReplaceMode> parse_replace_mode(std::string_view text);
+// The mode, with its names in states.hpp: wait (running jobs finish
+// first), now (protected steps on the node are resumed elsewhere at once),
+// force (and the other jobs on it are killed).
+using ReplaceMode = RepairMode;
 
 struct ReplaceRequest {
   static constexpr const char* kOp = "replace";
@@ -287,9 +285,9 @@ struct NodesRequest {
 struct NodesReply {
   struct Replacement {
     std::string node;
-    std::string state;  // waiting, replacing, returning, failed
+    NodeRepairState state = NodeRepairState::waiting;
     std::string reason;
-    std::string mode;
+    RepairMode mode = RepairMode::wait;
     std::int64_t attempts = 0;  // provider calls so far
     std::int64_t started_at = 0;
     std::string detail;

@@ -1,13 +1,13 @@
 #pragma once
 // The controller's states and event kinds, each an enum with one name table:
-// the names are what the store keeps, the wire shows and the docs list.
+// the names are what the store keeps, the wire shows (protocol.hpp) and the
+// docs list. Slurm-free, like the rest of common/.
 
 #include <array>
 #include <cstddef>
 #include <optional>
 #include <string_view>
 
-#include "autoresume/protocol.hpp"
 #include "autoresume/resume.hpp"
 
 namespace ar {
@@ -24,8 +24,8 @@ enum class RepairPhase { none, detected, node_out, replaced, expanded };
 
 // How an admin's replacement treats the jobs on the node: `wait` lets them
 // finish, `now` moves protected steps off it at once, `force` then kills
-// the rest. The wire's replace mode, with its names (protocol.hpp).
-using RepairMode = proto::ReplaceMode;
+// the rest (the `replace` request's mode).
+enum class RepairMode { wait, now, force };
 
 // Where the replacement of a node stands: `waiting` for the jobs on it to
 // end, `replacing` while the provider works (or waits to be asked again),
@@ -92,6 +92,10 @@ struct Table<RepairPhase> {
                                                          "expanded"};
 };
 template <>
+struct Table<RepairMode> {
+  static constexpr std::array<std::string_view, 3> value{"wait", "now", "force"};
+};
+template <>
 struct Table<NodeRepairState> {
   static constexpr std::array<std::string_view, 4> value{"waiting", "replacing", "returning",
                                                          "failed"};
@@ -117,6 +121,7 @@ struct Table<EventKind> {
 static_assert(Table<StepState>::value.size() == static_cast<std::size_t>(StepState::decided) + 1);
 static_assert(Table<RepairPhase>::value.size() ==
               static_cast<std::size_t>(RepairPhase::expanded) + 1);
+static_assert(Table<RepairMode>::value.size() == static_cast<std::size_t>(RepairMode::force) + 1);
 static_assert(Table<NodeRepairState>::value.size() ==
               static_cast<std::size_t>(NodeRepairState::failed) + 1);
 static_assert(Table<EventKind>::value.size() ==
@@ -135,13 +140,6 @@ constexpr std::optional<E> parse_name(std::string_view text) {
   for (std::size_t i = 0; i < table.size(); ++i)
     if (table[i] == text) return static_cast<E>(i);
   return std::nullopt;
-}
-
-// The replace mode's names are the protocol's.
-inline std::string_view name_of(RepairMode mode) { return proto::to_string(mode); }
-template <>
-inline std::optional<RepairMode> parse_name<RepairMode>(std::string_view text) {
-  return proto::parse_replace_mode(text);
 }
 
 // A verdict's event.
