@@ -5,17 +5,6 @@
 
 #include "engine_rig.hpp"
 
-namespace {
-
-using ar::EventKind;
-using ar::RepairPhase;
-using ar::StepState;
-using ar::Verdict;
-using Rig = ar::test::EngineRig;
-using namespace std::chrono_literals;
-
-}  // namespace
-
 TEST_CASE("max_attempts reached: give_up with the failed node out of the job", "[engine]") {
   Rig rig;
   rig.config.max_attempts = 1;

@@ -13,13 +13,7 @@ namespace ar::test {
 
 using namespace std::chrono_literals;
 
-struct EngineRig {
-  ar::test::TempDir dir;
-  ar::test::ManualClock clock;
-  ar::test::FakeSlurm slurm;
-  ar::test::FakeProber prober;
-  ar::test::FakeRunner runner;
-  ar::DaemonConfig config;
+struct EngineRig : ar::test::Fakes {
   std::unique_ptr<ar::Store> store;
   std::unique_ptr<ar::NodeKeeper> keeper;
   std::unique_ptr<ar::Engine> engine;
@@ -82,3 +76,11 @@ struct EngineRig {
 };
 
 }  // namespace ar::test
+
+// The names the engine's tests use.
+using ar::EventKind;
+using ar::RepairPhase;
+using ar::StepState;
+using ar::Verdict;
+using Rig = ar::test::EngineRig;
+using namespace std::chrono_literals;

@@ -4,17 +4,6 @@
 
 #include "engine_rig.hpp"
 
-namespace {
-
-using ar::EventKind;
-using ar::RepairPhase;
-using ar::StepState;
-using ar::Verdict;
-using Rig = ar::test::EngineRig;
-using namespace std::chrono_literals;
-
-}  // namespace
-
 TEST_CASE("a DOWN node of a protected step is taken out and the step relaunched", "[engine]") {
   Rig rig;
   rig.protect();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "autoresume/clock.hpp"
+#include "autoresume/daemon_config.hpp"
 #include "autoresume/process.hpp"
 #include "nodes/probe.hpp"
 #include "slurm_api.hpp"
@@ -135,6 +136,17 @@ struct TempDir {
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
+};
+
+// Every seam's fake, a folder for the store and a config: what each test
+// rig of the controller starts from.
+struct Fakes {
+  TempDir dir;
+  ManualClock clock;
+  FakeSlurm slurm;
+  FakeProber prober;
+  FakeRunner runner;
+  DaemonConfig config;
 };
 
 }  // namespace ar::test

@@ -38,13 +38,7 @@ constexpr const char* kNode3Address = "127.0.0.13";
          " s and slurmd does not answer";
 }
 
-struct KeeperRig {
-  ar::test::TempDir dir;
-  ar::test::ManualClock clock;
-  ar::test::FakeSlurm slurm;
-  ar::test::FakeProber prober;
-  ar::test::FakeRunner runner;
-  ar::DaemonConfig config;
+struct KeeperRig : ar::test::Fakes {
   ar::Store store{dir.path, clock};
   // Last: it is destroyed first (it waits for its provider calls).
   ar::NodeKeeper keeper{store, config, slurm, clock, prober, runner};

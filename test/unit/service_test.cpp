@@ -21,13 +21,7 @@ constexpr uid_t kOther = 2000;
 constexpr uid_t kRoot = 0;
 constexpr uid_t kSlurmUser = 64030;
 
-struct ServiceRig {
-  ar::test::TempDir dir;
-  ar::test::ManualClock clock;
-  ar::test::FakeSlurm slurm;
-  ar::test::FakeProber prober;
-  ar::test::FakeRunner runner;
-  ar::DaemonConfig config;
+struct ServiceRig : ar::test::Fakes {
   std::unique_ptr<ar::Store> store;
   std::unique_ptr<ar::NodeKeeper> keeper;
   std::unique_ptr<ar::Service> service;
