@@ -1,7 +1,13 @@
 #include "store/store.hpp"
 
+#include <fmt/core.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -9,6 +15,36 @@
 namespace ar {
 
 namespace {
+
+// Steps hold every user's command lines: the folder is the controller's
+// alone. A missing one is created with mode 700. An existing one must be a
+// directory of this uid that no one else may write to (it is then made 700);
+// a shared one (/tmp, mode 1777) or another user's is refused and left as
+// it is.
+void prepare_state_dir(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT)
+      throw std::runtime_error(fmt::format("state_dir {}: {}", dir.string(), std::strerror(errno)));
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+    return;
+  }
+  if (!S_ISDIR(st.st_mode))
+    throw std::runtime_error(fmt::format("state_dir {} is not a directory", dir.string()));
+  if (st.st_uid != geteuid())
+    throw std::runtime_error(fmt::format(
+        "state_dir {} belongs to uid {}, not to this controller's uid {}: give the controller a "
+        "directory of its own (a missing one is created with mode 700)",
+        dir.string(), st.st_uid, geteuid()));
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    throw std::runtime_error(fmt::format(
+        "state_dir {} may be written by others (mode {:o}): give the controller a directory of "
+        "its own (a missing one is created with mode 700)",
+        dir.string(), st.st_mode & 07777));
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+}
 
 // A name read back from the database, as its enum.
 template <typename E>
@@ -98,10 +134,7 @@ StoredStep read_step(const Statement& s) {
 }  // namespace
 
 Store::Store(const std::filesystem::path& state_dir, const Clock& clock) : clock_(clock) {
-  // Steps hold every user's command lines: readable by the controller only.
-  std::filesystem::create_directories(state_dir);
-  std::filesystem::permissions(state_dir, std::filesystem::perms::owner_all,
-                               std::filesystem::perm_options::replace);
+  prepare_state_dir(state_dir);
   const auto file = (state_dir / "auto-resume.db").string();
   if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) {
     const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";

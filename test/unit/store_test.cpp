@@ -1,7 +1,11 @@
 #include "store/store.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 
 namespace {
 
@@ -236,4 +240,39 @@ TEST_CASE("a database of the second schema gains the events' node", "[store]") {
   CHECK(events[0].node.empty());
   store.add_node_event("node1", {ar::EventKind::marked, "new"});
   CHECK(store.events(std::nullopt, 0).back().node == "node1");
+}
+
+TEST_CASE("a shared state folder is refused and left as it is", "[store]") {
+  TempDir dir;
+  const auto shared = dir.path / "shared";
+  std::filesystem::create_directory(shared);
+  REQUIRE(chmod(shared.c_str(), 01777) == 0);
+  CHECK_THROWS_WITH(ar::Store(shared), Catch::Contains("state_dir " + shared.string() +
+                                                       " may be written by others (mode 1777)"));
+  CHECK((std::filesystem::status(shared).permissions() & std::filesystem::perms::mask) ==
+        (std::filesystem::perms::all | std::filesystem::perms::sticky_bit));
+  CHECK_FALSE(std::filesystem::exists(shared / "auto-resume.db"));
+}
+
+TEST_CASE("a state folder of another uid or a file is refused", "[store]") {
+  TempDir dir;
+  const auto file = dir.path / "file";
+  { std::ofstream(file) << "x"; }
+  CHECK_THROWS_WITH(ar::Store(file), Catch::Contains("is not a directory"));
+  const auto theirs = dir.path / "theirs";
+  std::filesystem::create_directory(theirs);
+  REQUIRE(chmod(theirs.c_str(), 0700) == 0);
+  if (geteuid() != 0) return;  // only root can give a folder away (the suite runs as root)
+  REQUIRE(chown(theirs.c_str(), 65534, static_cast<gid_t>(-1)) == 0);
+  CHECK_THROWS_WITH(ar::Store(theirs), Catch::Contains("belongs to uid 65534"));
+}
+
+TEST_CASE("an existing state folder of the controller's own is made 700", "[store]") {
+  TempDir dir;
+  const auto own = dir.path / "own";
+  std::filesystem::create_directory(own);
+  REQUIRE(chmod(own.c_str(), 0755) == 0);
+  ar::Store store(own);
+  CHECK(std::filesystem::status(own).permissions() == std::filesystem::perms::owner_all);
+  CHECK(std::filesystem::exists(own / "auto-resume.db"));
 }
