@@ -66,7 +66,8 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
   } else if (key == "end_window") {
     config.end_window = parse_seconds(key, value, std::chrono::seconds{600});
   } else if (key == "repair_timeout") {
-    config.repair_timeout = parse_seconds(key, value, std::chrono::hours{24});
+    config.repair_timeout =
+        parse_seconds(key, value, std::chrono::hours{24}, std::chrono::seconds{1});
   } else if (key == "min_time_left") {
     config.min_time_left = value == "0" ? std::chrono::milliseconds{0}
                                         : parse_seconds(key, value, std::chrono::hours{24 * 365});
@@ -75,17 +76,20 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
   } else if (key == "provider_command") {
     config.provider_command = parse_absolute_path(key, value);
   } else if (key == "provider_timeout") {
-    config.provider_timeout = parse_seconds(key, value, std::chrono::hours{24});
+    config.provider_timeout =
+        parse_seconds(key, value, std::chrono::hours{24}, std::chrono::seconds{1});
   } else if (key == "provider_retries") {
     config.provider_retries = static_cast<unsigned>(parse_uint(key, value, 1, 100));
   } else if (key == "provider_backoff") {
     config.provider_backoff = value == "0" ? std::chrono::milliseconds{0}
                                            : parse_seconds(key, value, std::chrono::minutes{10});
   } else if (key == "register_timeout") {
-    config.register_timeout = parse_seconds(key, value, std::chrono::hours{24});
+    config.register_timeout =
+        parse_seconds(key, value, std::chrono::hours{24}, std::chrono::seconds{1});
   } else if (key == "heartbeat_timeout") {
-    config.heartbeat_timeout = value == "0" ? std::chrono::milliseconds{0}
-                                            : parse_seconds(key, value, std::chrono::hours{1});
+    config.heartbeat_timeout =
+        value == "0" ? std::chrono::milliseconds{0}
+                     : parse_seconds(key, value, std::chrono::hours{1}, std::chrono::seconds{1});
   } else if (key == "spares") {
     config.spares = static_cast<unsigned>(parse_uint(key, value, 1, 1000));
   } else if (key == "heartbeat_max_silent_percent") {

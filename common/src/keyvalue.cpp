@@ -66,18 +66,20 @@ std::string parse_absolute_path(std::string_view key, std::string_view value) {
 }
 
 std::chrono::milliseconds parse_seconds(std::string_view key, std::string_view value,
-                                        std::chrono::milliseconds max) {
+                                        std::chrono::milliseconds max,
+                                        std::chrono::milliseconds min) {
   double seconds = 0;
   const auto* end = value.data() + value.size();
   const auto [ptr, ec] = std::from_chars(value.data(), end, seconds);
   const double max_seconds = static_cast<double>(max.count()) / 1000.0;
-  if (value.empty() || ec != std::errc() || ptr != end || !std::isfinite(seconds) || seconds <= 0 ||
-      seconds > max_seconds)
-    invalid_value(
-        key, value,
-        "expected seconds greater than 0 and at most " + std::to_string(max.count() / 1000));
-  const auto ms = std::llround(seconds * 1000.0);
-  return std::chrono::milliseconds(ms < 1 ? 1 : ms);
+  const double min_seconds = static_cast<double>(min.count()) / 1000.0;
+  if (value.empty() || ec != std::errc() || ptr != end || !std::isfinite(seconds) ||
+      seconds < min_seconds || seconds > max_seconds) {
+    std::ostringstream range;
+    range << "expected seconds from " << min_seconds << " to " << max.count() / 1000;
+    invalid_value(key, value, range.str());
+  }
+  return std::chrono::milliseconds(std::llround(seconds * 1000.0));
 }
 
 std::int64_t parse_since(std::string_view key, std::string_view value, std::int64_t now) {
@@ -110,6 +112,18 @@ std::int64_t parse_since(std::string_view key, std::string_view value, std::int6
   return static_cast<std::int64_t>(timegm(&tm));
 }
 
+namespace {
+
+// Where a line's comment starts: a `#` at its start or after a space or a
+// tab. A `#` inside a value (`/opt/x#y/replace`) is part of the value.
+std::size_t comment_start(std::string_view line) {
+  for (std::size_t i = 0; i < line.size(); ++i)
+    if (line[i] == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) return i;
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 std::set<std::string> parse_settings(
     std::string_view text, std::string_view origin,
     const std::function<void(const std::string& key, const std::string& value)>& apply) {
@@ -121,7 +135,7 @@ std::set<std::string> parse_settings(
     auto line = text.substr(start, end - start);
     start = end + 1;
     ++line_no;
-    line = trim(line.substr(0, line.find('#')));
+    line = trim(line.substr(0, comment_start(line)));
     if (line.empty()) continue;
     try {
       auto [raw_key, value] = split_key_value(line);

@@ -119,6 +119,37 @@ TEST_CASE("bad resume settings name the line and the value", "[daemon_config]") 
   fails("probe_interval=1\nprobe_interval=2", "f.conf:3: key 'probe_interval' is set twice");
 }
 
+TEST_CASE("durations have a lower bound that keeps the engine from spinning", "[daemon_config]") {
+  auto fails = [](const char* line, const char* expected) {
+    const std::string text = std::string("provider=local\n") + line + "\n";
+    CHECK_THROWS_WITH(ar::parse_daemon_config(text, "f.conf"), Contains(expected));
+  };
+  fails("probe_interval=0.0000001",
+        "f.conf:2: invalid value '0.0000001' for probe_interval: expected seconds from 0.1 to 60");
+  fails("end_window=0.05", "invalid value '0.05' for end_window: expected seconds from 0.1 to 600");
+  fails("repair_timeout=0.5",
+        "invalid value '0.5' for repair_timeout: expected seconds from 1 to 86400");
+  fails("heartbeat_timeout=0.5",
+        "invalid value '0.5' for heartbeat_timeout: expected seconds from 1 to 3600");
+  fails("provider_timeout=0.2", "expected seconds from 1 to 86400");
+  fails("register_timeout=0.2", "expected seconds from 1 to 86400");
+  const auto config = ar::parse_daemon_config(
+      "provider=local\nprobe_interval=0.1\nheartbeat_timeout=0\nrepair_timeout=1\n", "f.conf");
+  CHECK(config.probe_interval == std::chrono::milliseconds{100});
+  CHECK(config.heartbeat_timeout == std::chrono::milliseconds{0});
+  CHECK(config.repair_timeout == std::chrono::seconds{1});
+}
+
+TEST_CASE("a # inside a value is part of it and one after a blank starts a comment",
+          "[daemon_config]") {
+  const auto config = ar::parse_daemon_config(
+      "provider=command\nprovider_command=/opt/x#y/replace   # the site's script\n"
+      "max_attempts=2\t# tab before the comment\n",
+      "f.conf");
+  CHECK(config.provider_command == "/opt/x#y/replace");
+  CHECK(config.max_attempts == 2);
+}
+
 TEST_CASE("provider and heartbeat settings parse, with their defaults", "[daemon_config]") {
   using namespace std::chrono_literals;
   const auto defaults = ar::parse_daemon_config("provider=local\n", "f");

@@ -33,11 +33,16 @@ TEST_CASE("parse_uint checks syntax and range", "[keyvalue]") {
                       Contains(std::string("'") + bad + "'") && Contains("from 0 to 5"));
 }
 
-TEST_CASE("parse_seconds takes positive fractions up to the maximum", "[keyvalue]") {
+TEST_CASE("parse_seconds takes fractions from the minimum up to the maximum", "[keyvalue]") {
   CHECK(ar::parse_seconds("t", "2", 60s) == 2000ms);
   CHECK(ar::parse_seconds("t", "0.25", 60s) == 250ms);
-  CHECK(ar::parse_seconds("t", "0.0001", 60s) == 1ms);
+  CHECK(ar::parse_seconds("t", "0.1", 60s) == 100ms);
   CHECK(ar::parse_seconds("t", "60", 60s) == 60000ms);
+  CHECK(ar::parse_seconds("t", "1", 60s, 1s) == 1000ms);
+  CHECK_THROWS_WITH(ar::parse_seconds("t", "0.0001", 60s),
+                    Contains("invalid value '0.0001' for t: expected seconds from 0.1 to 60"));
+  CHECK_THROWS_WITH(ar::parse_seconds("t", "0.5", 60s, 1s),
+                    Contains("expected seconds from 1 to 60"));
   for (const auto* bad : {"", "0", "-1", "61", "1s", "nan", "inf", "abc"})
     CHECK_THROWS_WITH(ar::parse_seconds("t", bad, 60s),
                       Contains(std::string("'") + bad + "'") && Contains("for t"));

@@ -48,9 +48,12 @@ std::uint64_t parse_uint(std::string_view key, std::string_view value, std::uint
 // An absolute path ("/..."); anything else is an error naming key and value.
 std::string parse_absolute_path(std::string_view key, std::string_view value);
 
-// A positive duration in seconds, fractions allowed ("2", "0.5"), at most max.
+// A duration in seconds, fractions allowed ("2", "0.5"), from min (by
+// default 0.1 s: a shorter one would spin whoever waits on it) to max.
 std::chrono::milliseconds parse_seconds(std::string_view key, std::string_view value,
-                                        std::chrono::milliseconds max);
+                                        std::chrono::milliseconds max,
+                                        std::chrono::milliseconds min = std::chrono::milliseconds{
+                                            100});
 
 // A point in time for `--since`: Unix seconds ("1796000000"), a UTC time
 // ("2026-11-29T14:05:00Z", the form `auto-resume events` prints), or an age
