@@ -14,6 +14,7 @@
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/munge_cred.hpp"
 #include "autoresume/protocol.hpp"
+#include "autoresume/text.hpp"
 #include "autoresume/version.hpp"
 
 namespace {
@@ -35,6 +36,10 @@ void print_hello(const proto::HelloReply& reply, const ar::Endpoint& endpoint) {
              reply.protocol, reply.uid);
 }
 
+// One line of the controller's words, its control characters escaped: run
+// ids, command lines and reasons are chosen by users.
+void line(std::FILE* to, const std::string& text) { fmt::print(to, "{}\n", ar::printable(text)); }
+
 void print_steps(const proto::StatusReply& reply) {
   if (reply.steps.empty()) {
     fmt::print("no protected steps\n");
@@ -51,9 +56,9 @@ void print_steps(const proto::StatusReply& reply) {
                                             : plain + ":" + std::string(ar::name_of(s.phase));
   };
   for (const auto& s : reply.steps)
-    fmt::print("{:<10} {:<6} {:<24} {:>7} {:<12} {:<7} {:<20} {}\n", s.step.job_id, s.step.step_id,
-               s.step.run_id, s.step.attempt, state(s), s.uid, format_time(s.created_at),
-               s.step.nodelist);
+    line(stdout, fmt::format("{:<10} {:<6} {:<24} {:>7} {:<12} {:<7} {:<20} {}", s.step.job_id,
+                             s.step.step_id, s.step.run_id, s.step.attempt, state(s), s.uid,
+                             format_time(s.created_at), s.step.nodelist));
 }
 
 void print_events(const proto::EventsReply& reply) {
@@ -62,19 +67,20 @@ void print_events(const proto::EventsReply& reply) {
     // the controller's own, such as a stall).
     const auto who = !e.run_id.empty() ? fmt::format("job {} {}", e.job_id, e.run_id)
                                        : fmt::format("node {}", e.node.empty() ? "-" : e.node);
-    fmt::print("{} {} {}: {}\n", format_time(e.at), who, e.kind, e.detail);
+    line(stdout, fmt::format("{} {} {}: {}", format_time(e.at), who, e.kind, e.detail));
   }
 }
 
 void print_nodes(const proto::NodesReply& reply) {
   if (reply.replacements.empty()) fmt::print("no node is being replaced\n");
   for (const auto& r : reply.replacements)
-    fmt::print("{} {} ({}, {} provider tries, since {}): {}{}\n", r.node, ar::name_of(r.state),
-               ar::name_of(r.mode), r.attempts, format_time(r.started_at), r.reason,
-               r.detail.empty() ? "" : " - " + r.detail);
+    line(stdout,
+         fmt::format("{} {} ({}, {} provider tries, since {}): {}{}", r.node, ar::name_of(r.state),
+                     ar::name_of(r.mode), r.attempts, format_time(r.started_at), r.reason,
+                     r.detail.empty() ? "" : " - " + r.detail));
   if (reply.heartbeats.empty()) fmt::print("no node agent heard from\n");
   for (const auto& [node, age] : reply.heartbeats)
-    fmt::print("{}: last heartbeat {:.1f} s ago\n", node, age);
+    line(stdout, fmt::format("{}: last heartbeat {:.1f} s ago", node, age));
 }
 
 // The controller refused a request; says so as "the controller refused OP: CODE: MESSAGE".
@@ -167,7 +173,7 @@ void run(const Controller& controller, const Commands& c) {
                       : c.replace_now ? proto::ReplaceMode::now
                                       : proto::ReplaceMode::wait;
     ask(controller, proto::ReplaceRequest{c.replace_node, mode},
-        [](const proto::ReplaceReply& reply) { fmt::print("{}\n", reply.message); });
+        [](const proto::ReplaceReply& reply) { line(stdout, reply.message); });
   }
   if (c.nodes->parsed()) ask(controller, proto::NodesRequest{}, print_nodes);
 }
@@ -212,20 +218,20 @@ int main(int argc, char** argv) {
          as_json},
         commands);
   } catch (const ar::ConfigError& e) {
-    fmt::print(stderr, "auto-resume: {}\n", e.what());
+    line(stderr, fmt::format("auto-resume: {}", e.what()));
     return 1;
   } catch (const Refused& e) {
-    fmt::print(stderr, "auto-resume: {}\n", e.what());
+    line(stderr, fmt::format("auto-resume: {}", e.what()));
     return 1;
   } catch (const ar::ClientError& e) {
-    fmt::print(stderr, "auto-resume: the controller at {} cannot be reached: {}\n", controller,
-               e.what());
+    line(stderr, fmt::format("auto-resume: the controller at {} cannot be reached: {}", controller,
+                             e.what()));
     return 1;
   } catch (const ar::MungeError& e) {
-    fmt::print(stderr, "auto-resume: {}\n", e.what());
+    line(stderr, fmt::format("auto-resume: {}", e.what()));
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "auto-resume: unexpected answer from the controller: {}\n", e.what());
+    line(stderr, fmt::format("auto-resume: unexpected answer from the controller: {}", e.what()));
     return 1;
   }
   return 0;

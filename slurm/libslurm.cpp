@@ -62,8 +62,8 @@ void LibSlurm::merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id
   slurm::merge_expand_helper(helper_id, job_id);
 }
 
-std::vector<std::uint32_t> LibSlurm::live_jobs_named(const std::string& name) {
-  return slurm::live_jobs_named(name);
+std::vector<std::uint32_t> LibSlurm::live_jobs_named(const std::string& name, uid_t owner) {
+  return slurm::live_jobs_named(name, owner);
 }
 
 void LibSlurm::cancel_job(std::uint32_t job_id) { slurm::cancel_job(job_id); }

@@ -27,7 +27,7 @@ class LibSlurm final : public SlurmApi {
   std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
                                      const std::string& name) override;
   void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) override;
-  std::vector<std::uint32_t> live_jobs_named(const std::string& name) override;
+  std::vector<std::uint32_t> live_jobs_named(const std::string& name, uid_t owner) override;
   void cancel_job(std::uint32_t job_id) override;
 
  private:

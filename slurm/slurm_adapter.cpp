@@ -262,14 +262,15 @@ void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {
                          std::to_string(job_id));
 }
 
-std::vector<std::uint32_t> live_jobs_named(const std::string& name) {
+std::vector<std::uint32_t> live_jobs_named(const std::string& name, uid_t owner) {
   job_info_msg_t* msg = nullptr;
   if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) fail("cannot load the jobs");
   std::vector<std::uint32_t> ids;
   for (std::uint32_t i = 0; i < msg->record_count; ++i) {
     const auto& j = msg->job_array[i];
     const auto base = j.job_state & JOB_STATE_BASE;
-    if (j.name != nullptr && name == j.name && (base == JOB_PENDING || base == JOB_RUNNING))
+    if (j.name != nullptr && name == j.name && j.user_id == owner &&
+        (base == JOB_PENDING || base == JOB_RUNNING))
       ids.push_back(j.job_id);
   }
   slurm_free_job_info_msg(msg);

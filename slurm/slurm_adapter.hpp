@@ -76,7 +76,7 @@ std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
 // helper); that alone adds them to the job.
 void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id);
 // Pending or running jobs named `name`.
-std::vector<std::uint32_t> live_jobs_named(const std::string& name);
+std::vector<std::uint32_t> live_jobs_named(const std::string& name, uid_t owner);
 // Cancels a job (a helper that is no longer wanted); one already gone is fine.
 void cancel_job(std::uint32_t job_id);
 

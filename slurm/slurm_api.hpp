@@ -119,8 +119,9 @@ class SlurmApi {
                                              const std::string& name) = 0;
   // Moves a running helper's nodes into the job it expands.
   virtual void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) = 0;
-  // Pending or running jobs named `name`.
-  virtual std::vector<std::uint32_t> live_jobs_named(const std::string& name) = 0;
+  // Pending or running jobs of `owner` named `name` (another user's job of
+  // that name is never one of the controller's helpers).
+  virtual std::vector<std::uint32_t> live_jobs_named(const std::string& name, uid_t owner) = 0;
   // Cancels a job; one already gone is fine.
   virtual void cancel_job(std::uint32_t job_id) = 0;
 };

@@ -27,6 +27,7 @@
 #include "autoresume/client.hpp"
 #include "autoresume/munge_cred.hpp"
 #include "autoresume/protocol.hpp"
+#include "autoresume/text.hpp"
 #include "plugin.hpp"
 
 namespace ar::spank {
@@ -41,17 +42,19 @@ constexpr auto kEndedPoll = 500ms;
 // How long srun keeps asking a controller that does not answer.
 constexpr auto kUnreachableLimit = 300s;
 
-// One line on srun's stderr, like srun's own messages. Safe from any thread.
+// One line on srun's stderr, like srun's own messages, its control
+// characters escaped (it carries the controller's words). Safe from any
+// thread.
 __attribute__((format(printf, 1, 2))) void say(const char* format, ...) {
+  char line[4096];
   va_list args;
   va_start(args, format);
+  std::vsnprintf(line, sizeof line, format, args);
+  va_end(args);
   flockfile(stderr);
-  std::fprintf(stderr, "%s: ", kTag);
-  std::vfprintf(stderr, format, args);
-  std::fputc('\n', stderr);
+  std::fprintf(stderr, "%s: %s\n", kTag, printable(line).c_str());
   std::fflush(stderr);
   funlockfile(stderr);
-  va_end(args);
 }
 
 // Sends `request`; the controller's typed reply. Throws ClientError (with a

@@ -95,7 +95,7 @@ void Engine::tick() {
       // Cancelled by its srun while this tick worked on it: a helper job
       // submitted meanwhile is not in the stored repair; find it by name.
       last_error_.erase(k);
-      cancel_helpers(step.step.job_id);
+      cancel_helpers(step);
     } catch (const std::exception& e) {
       // Retried at the next tick; said once while it persists.
       if (last_error_[k] != e.what()) {
@@ -180,7 +180,7 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   }
   if (step.state == StepState::repairing) {
     repair(step, *job, nodes);
-    if (step.state == StepState::decided) cancel_helpers(step.step.job_id);
+    if (step.state == StepState::decided) cancel_helpers(step);
     return;
   }
   auto found = faults(step, *job, nodes);
@@ -221,7 +221,7 @@ void Engine::job_gone(StoredStep& step, const std::optional<slurm::JobInfo>& job
            fmt::format("job {} ended ({}) during the repair", id, job ? job->state : "gone"));
   else
     decide(step, Verdict::cancelled, fmt::format("job {} is {}", id, job ? job->state : "gone"));
-  if (repairing) cancel_helpers(id);
+  if (repairing) cancel_helpers(step);
 }
 
 void Engine::check_lost(StoredStep& step, const slurm::JobInfo& job) {

@@ -88,7 +88,7 @@ class Engine {
   std::vector<std::string> step_hosts(const StoredStep& step);
   static std::string helper_name(std::uint32_t job_id);
   // Cancels the job's pending or running helper jobs, recorded or not.
-  void cancel_helpers(std::uint32_t job_id);
+  void cancel_helpers(const StoredStep& step);
   // Node instances that failed this job before (name -> slurmd start times).
   std::multimap<std::string, std::int64_t> failed_instances(std::uint32_t job_id);
 

@@ -239,7 +239,7 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
   };
   if (!repair["helpers"].contains(node)) {
     // A helper submitted before a restart of the controller but not recorded.
-    for (const auto id : slurm_.live_jobs_named(name)) slurm_.cancel_job(id);
+    for (const auto id : slurm_.live_jobs_named(name, job.uid)) slurm_.cancel_job(id);
     std::uint32_t id = 0;
     try {
       id = slurm_.submit_expand_helper(job, node, name);
@@ -300,9 +300,12 @@ std::string Engine::helper_name(std::uint32_t job_id) {
   return fmt::format("auto-resume-expand-{}", job_id);
 }
 
-void Engine::cancel_helpers(std::uint32_t job_id) {
+void Engine::cancel_helpers(const StoredStep& step) {
+  const auto job_id = step.step.job_id;
   try {
-    for (const auto id : slurm_.live_jobs_named(helper_name(job_id))) slurm_.cancel_job(id);
+    // The job's owner's only: the step was registered with its uid.
+    for (const auto id : slurm_.live_jobs_named(helper_name(job_id), step.uid))
+      slurm_.cancel_job(id);
   } catch (const std::exception& e) {
     log::warn("cannot cancel the helper jobs of job {}: {}", job_id, e.what());
   }

@@ -23,11 +23,27 @@ bool Service::privileged(uid_t caller) {
   if (!slurm_user_) {
     try {
       slurm_user_ = slurm_.slurm_user_uid();
-    } catch (const std::exception&) {
+      lookup_error_.clear();
+    } catch (const std::exception& e) {
+      lookup_error_ = e.what();
       return false;  // asked again next time
     }
   }
   return caller == *slurm_user_;
+}
+
+void Service::refuse(uid_t caller, const std::string& message) {
+  std::string why;
+  {
+    std::lock_guard lock(mutex_);
+    if (!slurm_user_) why = lookup_error_;
+  }
+  // The caller may be SlurmUser: that is for slurmctld to say, and it cannot.
+  if (!why.empty())
+    throw ProtocolError(code::kUnavailable,
+                        fmt::format("{}, and slurmctld cannot say whether uid {} is SlurmUser: {}",
+                                    message, caller, why));
+  throw ProtocolError(code::kForbidden, message);
 }
 
 std::string Service::handle(const proto::Request& request, uid_t caller) {
@@ -79,8 +95,8 @@ proto::RegisterReply Service::do_register(const proto::RegisterRequest& step, ui
   if (!job)
     throw ProtocolError(code::kNotFound, fmt::format("job {} is not known to Slurm", step.job_id));
   if (job->uid != caller && !privileged(caller))
-    throw ProtocolError(code::kForbidden, fmt::format("job {} belongs to uid {}, not to uid {}",
-                                                      step.job_id, job->uid, caller));
+    refuse(caller,
+           fmt::format("job {} belongs to uid {}, not to uid {}", step.job_id, job->uid, caller));
   if (job->heterogeneous)
     throw ProtocolError(code::kBadRequest,
                         fmt::format("job {} is a heterogeneous job, which auto-resume cannot "
@@ -124,8 +140,7 @@ proto::EventsReply Service::do_events(const proto::EventsRequest& request, uid_t
 
 NodeKeeper& Service::node_op(const char* op, uid_t caller) {
   if (!privileged(caller))
-    throw ProtocolError(code::kForbidden,
-                        fmt::format("{} is for root and SlurmUser, not uid {}", op, caller));
+    refuse(caller, fmt::format("{} is for root and SlurmUser, not uid {}", op, caller));
   if (keeper_ == nullptr)
     throw ProtocolError(code::kUnavailable, fmt::format("this controller does not take {}", op));
   return *keeper_;
@@ -170,8 +185,8 @@ StoredStep Service::owned_step(const std::string& run_id, std::uint32_t attempt,
     throw ProtocolError(code::kNotFound, fmt::format("no step is registered as run '{}' attempt {}",
                                                      run_id, attempt));
   if (step->uid != caller && !privileged(caller))
-    throw ProtocolError(code::kForbidden, fmt::format("run '{}' belongs to uid {}, not to uid {}",
-                                                      run_id, step->uid, caller));
+    refuse(caller,
+           fmt::format("run '{}' belongs to uid {}, not to uid {}", run_id, step->uid, caller));
   return *step;
 }
 

@@ -35,6 +35,9 @@ class Service {
  private:
   // root, and SlurmUser once slurmctld has told who that is.
   bool privileged(uid_t caller);
+  // Throws forbidden with `message`; unavailable while slurmctld cannot say
+  // who SlurmUser is (so SlurmUser is never told it may not).
+  [[noreturn]] void refuse(uid_t caller, const std::string& message);
   // The op's typed request, answered by its handler: the reply as JSON.
   proto::json dispatch(const proto::Request& request, uid_t caller);
   proto::HelloReply do_hello(const proto::HelloRequest& request, uid_t caller);
@@ -47,7 +50,7 @@ class Service {
   proto::HeartbeatReply do_heartbeat(NodeKeeper& keeper, const proto::HeartbeatRequest& request);
   proto::ReplaceReply do_replace(NodeKeeper& keeper, const proto::ReplaceRequest& request);
   proto::NodesReply do_nodes(NodeKeeper& keeper, const proto::NodesRequest& request);
-  // Throws forbidden unless the caller is privileged; unavailable without a keeper.
+  // Refuses the caller unless privileged; unavailable without a keeper.
   NodeKeeper& node_op(const char* op, uid_t caller);
   // The step registered as run_id and attempt, if the caller may act on it.
   StoredStep owned_step(const std::string& run_id, std::uint32_t attempt, uid_t caller);
@@ -59,6 +62,7 @@ class Service {
   NodeKeeper* keeper_;
   std::mutex mutex_;  // guards slurm_user_: requests are served by several threads
   std::optional<uid_t> slurm_user_;
+  std::string lookup_error_;  // why slurmctld could not say who SlurmUser is
 };
 
 }  // namespace ar

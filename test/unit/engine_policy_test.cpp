@@ -122,12 +122,16 @@ TEST_CASE("the job ending during a repair cancels the step and its helpers", "[e
   rig.slurm.nodes["node3"].down = true;
   rig.engine->tick();
   REQUIRE(rig.step().phase == RepairPhase::replaced);
+  // Another user's job that happens to bear the helpers' name.
+  rig.slurm.add_job(30, 2000, {"node6"}).name = "auto-resume-expand-10";
   rig.slurm.jobs.at(10).running = false;
   rig.slurm.jobs.at(10).state = "CANCELLED";
   rig.engine->tick();
   CHECK(rig.step().verdict == Verdict::cancelled);
   CHECK(rig.step().message == "job 10 ended (CANCELLED) during the repair");
   CHECK(rig.slurm.updated("cancel 5000"));
+  CHECK_FALSE(rig.slurm.updated("cancel 30"));
+  CHECK(rig.slurm.jobs.contains(30));
 }
 
 TEST_CASE("an ended step with no fault within end_window gets no_fault", "[engine]") {

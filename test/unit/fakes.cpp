@@ -235,11 +235,11 @@ void FakeSlurm::merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_i
   updates.push_back("merge " + std::to_string(helper_id) + " into " + std::to_string(job_id));
 }
 
-std::vector<std::uint32_t> FakeSlurm::live_jobs_named(const std::string& name) {
+std::vector<std::uint32_t> FakeSlurm::live_jobs_named(const std::string& name, uid_t owner) {
   check_reachable();
   std::vector<std::uint32_t> out;
   for (const auto& [id, j] : jobs)
-    if (j.name == name && (j.running || j.pending)) out.push_back(id);
+    if (j.name == name && j.uid == owner && (j.running || j.pending)) out.push_back(id);
   return out;
 }
 

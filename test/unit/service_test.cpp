@@ -211,12 +211,23 @@ TEST_CASE("a user may register a node list their job does not hold (today and is
   CHECK(rig.store->find("wide", 0)->step.nodelist == "node[1-4]");
 }
 
-TEST_CASE("SlurmUser is refused while slurmctld is unreachable (today and issue 10 flips it)",
+TEST_CASE("while slurmctld cannot say who SlurmUser is a refusal is unavailable not forbidden",
           "[service]") {
   ServiceRig rig;
+  rig.put_step(ar::StepState::registered);
   rig.slurm.reachable = false;
-  CHECK(outcome(rig.ask("nodes", json::object(), kSlurmUser)) == "forbidden");
+  const auto nodes = rig.ask("nodes", json::object(), kSlurmUser);
+  CHECK(outcome(nodes) == "unavailable");
+  CHECK(nodes["error"]["message"].get<std::string>().starts_with(
+      "nodes is for root and SlurmUser, not uid 64030, and slurmctld cannot say whether uid 64030 "
+      "is SlurmUser: "));
+  CHECK(outcome(rig.ask("cancel", fields_of("cancel"), kOther)) == "unavailable");
+  CHECK(rig.store->find("r", 0)->state == ar::StepState::registered);
   CHECK(outcome(rig.ask("nodes", json::object(), kRoot)) == "ok");
+  CHECK(outcome(rig.ask("verdict", fields_of("verdict"), kOwner)) == "ok");
+  rig.slurm.reachable = true;  // once slurmctld answers, the refusal is forbidden again
+  CHECK(outcome(rig.ask("cancel", fields_of("cancel"), kOther)) == "forbidden");
+  CHECK(outcome(rig.ask("nodes", json::object(), kSlurmUser)) == "ok");
 }
 
 TEST_CASE("registering needs a job Slurm knows and a reachable slurmctld", "[service]") {

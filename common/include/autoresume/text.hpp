@@ -19,4 +19,34 @@ inline std::string join(const std::vector<std::string>& items, std::string_view 
   return out;
 }
 
+// `text` safe to write to a terminal: control characters (C0, DEL, and C1
+// as UTF-8 encodes them) become \xNN, so that text a user chose (a run id,
+// a command line, a reason) cannot move the cursor or retitle the window of
+// whoever reads it. Everything else, other UTF-8 included, stays.
+inline std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 0xf];
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const unsigned char next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1])
+                                                   : static_cast<unsigned char>(0);
+    if (c < 0x20 || c == 0x7f) {
+      escape(c);
+    } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {  // U+0080..U+009F
+      escape(c);
+      escape(next);
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace ar
