@@ -84,12 +84,6 @@ NodeKeeper::~NodeKeeper() {
     if (call.valid()) call.wait();
 }
 
-std::string NodeKeeper::request_replace(const std::string& node, const std::string& mode) {
-  const auto parsed = parse_name<RepairMode>(mode);
-  if (!parsed) throw std::invalid_argument("unknown mode '" + mode + "' (known: wait, now, force)");
-  return request_replace(node, *parsed);
-}
-
 std::string NodeKeeper::request_replace(const std::string& node, RepairMode mode) {
   const char* reason = reason_of(mode);
   const auto info = slurm_.load_node(node);

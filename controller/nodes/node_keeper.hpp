@@ -65,8 +65,6 @@ class NodeKeeper {
   // force (then the remaining jobs are killed). Marks the node and returns
   // what was done. Throws std::invalid_argument for an unknown node.
   std::string request_replace(const std::string& node, RepairMode mode);
-  // The same with the mode's name; std::invalid_argument for an unknown one.
-  std::string request_replace(const std::string& node, const std::string& mode);
 
   // The heartbeat ages, for `auto-resume nodes`: node -> seconds since heard.
   std::map<std::string, double> heartbeat_ages();

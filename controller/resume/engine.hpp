@@ -72,9 +72,15 @@ class Engine {
   // Requeue (GRES, or the batch host failed), or give_up where Slurm cannot.
   void requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
                           const std::vector<std::string>& failed);
-  // A spare or an idle node of the job's partition for a failed node.
+  // What a replacement may be: a node of the job's partition that is not
+  // one of the instances that failed this job before.
+  struct Candidates {
+    std::vector<std::string> partition;
+    std::multimap<std::string, std::int64_t> banned;  // name -> slurmd start time
+  };
+  // A spare or an idle node among `candidates` for a failed node.
   const slurm::NodeInfo* pick_replacement(StoredStep& step, const slurm::JobInfo& job,
-                                          const NodeMap& nodes,
+                                          const NodeMap& nodes, const Candidates& candidates,
                                           const std::vector<std::string>& chosen);
   // One replacement's helper job, submitted, waited for and merged; false
   // while it is not merged yet.

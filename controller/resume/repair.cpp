@@ -133,18 +133,12 @@ std::multimap<std::string, std::int64_t> Engine::failed_instances(std::uint32_t 
 }
 
 const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::JobInfo& job,
-                                                const NodeMap& nodes,
+                                                const NodeMap& nodes, const Candidates& candidates,
                                                 const std::vector<std::string>& chosen) {
-  const auto banned = failed_instances(job.job_id);
   auto is_banned = [&](const slurm::NodeInfo& node) {
-    const auto [first, last] = banned.equal_range(node.name);
+    const auto [first, last] = candidates.banned.equal_range(node.name);
     return std::any_of(first, last,
                        [&](const auto& entry) { return entry.second == node.slurmd_start_time; });
-  };
-  const auto partitions = slurm_.partitions();
-  const auto members = partitions.find(job.partition);
-  const auto in_partition = [&](const std::string& name) {
-    return members != partitions.end() && contains(members->second, name);
   };
   // A spare of the job's partition (kept for this), else an idle node of
   // it; one that never failed this job.
@@ -155,7 +149,7 @@ const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::J
                    node->completing))
         continue;
       if (contains(job.hosts, name) || contains(chosen, name) || is_banned(*node) ||
-          !in_partition(name))
+          !contains(candidates.partition, name))
         continue;
       if (spare) {
         slurm_.undrain_node(node->name);
@@ -175,8 +169,15 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
   if (!repair.contains("restarted")) repair["restarted"] = proto::json::object();
   const auto failed = repair["failed"];
   auto chosen = names(repair["replacements"]);
+  Candidates candidates;
+  if (chosen.size() < failed.size()) {
+    auto partitions = slurm_.partitions();
+    if (const auto it = partitions.find(job.partition); it != partitions.end())
+      candidates.partition = std::move(it->second);
+    candidates.banned = failed_instances(job.job_id);
+  }
   while (chosen.size() < failed.size()) {
-    const auto* pick = pick_replacement(step, job, nodes, chosen);
+    const auto* pick = pick_replacement(step, job, nodes, candidates, chosen);
     if (pick == nullptr) break;
     chosen.push_back(pick->name);
     repair["replacements"].push_back(pick->name);

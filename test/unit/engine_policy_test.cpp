@@ -118,10 +118,7 @@ TEST_CASE("the job ending or requeued by Slurm decides the step", "[engine]") {
 TEST_CASE("the job ending during a repair cancels the step and its helpers", "[engine]") {
   Rig rig;
   rig.protect();
-  rig.slurm.helpers_start = false;
-  rig.slurm.nodes["node3"].down = true;
-  rig.engine->tick();
-  REQUIRE(rig.step().phase == RepairPhase::replaced);
+  rig.fault_with_pending_helper();
   // Another user's job that happens to bear the helpers' name.
   rig.slurm.add_job(30, 2000, {"node6"}).name = "auto-resume-expand-10";
   rig.slurm.jobs.at(10).running = false;
@@ -163,12 +160,9 @@ TEST_CASE("a step Slurm forgot for over 15 s while registered is cancelled", "[e
 TEST_CASE("a step cancelled by its srun mid-repair stays cancelled", "[engine]") {
   Rig rig;
   rig.protect();
-  rig.slurm.helpers_start = false;
-  rig.slurm.nodes["node3"].down = true;
-  rig.engine->tick();
+  rig.fault_with_pending_helper();
   REQUIRE(rig.store->cancel(rig.step(), "cancelled by its srun"));
-  rig.slurm.jobs.at(5000).running = true;
-  rig.slurm.jobs.at(5000).pending = false;
+  rig.slurm.start_job(5000);
   rig.engine->tick();
   CHECK(rig.step().verdict == Verdict::cancelled);
   CHECK_FALSE(rig.slurm.updated("merge"));

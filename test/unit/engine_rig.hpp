@@ -47,6 +47,14 @@ struct EngineRig : ar::test::Fakes {
     REQUIRE(store->register_step(step, 1000) == ar::Store::Insert::created);
   }
   ar::StoredStep step(std::uint32_t attempt = 0) { return store->find("r", attempt).value(); }
+  // node3 of the protected step fails; the repair then waits for its helper
+  // job (5000, for node5), which Slurm keeps pending.
+  void fault_with_pending_helper() {
+    slurm.helpers_start = false;
+    slurm.nodes["node3"].down = true;
+    engine->tick();
+    REQUIRE(step().phase == ar::RepairPhase::replaced);
+  }
   std::vector<std::string> kinds() {
     std::vector<std::string> out;
     for (const auto& e : store->events(std::nullopt, 0)) out.push_back(e.kind);

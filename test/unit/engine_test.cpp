@@ -54,8 +54,7 @@ TEST_CASE("each repair phase is stored and a restarted controller carries on fro
   CHECK(rig.step().repair["helpers"]["node5"] == 5000);
 
   rig.start();  // restart at replaced, with the helper pending
-  rig.slurm.jobs.at(5000).pending = false;
-  rig.slurm.jobs.at(5000).running = true;
+  rig.slurm.start_job(5000);
   rig.engine->tick();
   const auto step = rig.step();
   CHECK(step.verdict == Verdict::relaunch);
@@ -68,13 +67,9 @@ TEST_CASE("each repair phase is stored and a restarted controller carries on fro
 TEST_CASE("a node merged before a restart is not merged again", "[engine]") {
   Rig rig;
   rig.protect();
-  rig.slurm.helpers_start = false;
-  rig.slurm.nodes["node3"].down = true;
-  rig.engine->tick();
-  REQUIRE(rig.step().phase == RepairPhase::replaced);
+  rig.fault_with_pending_helper();
   // The merge happened, but the controller died before recording it.
-  rig.slurm.jobs.at(5000).running = true;
-  rig.slurm.jobs.at(5000).pending = false;
+  rig.slurm.start_job(5000);
   rig.slurm.merge_expand_helper(5000, 10);
   rig.start();
   rig.engine->tick();
@@ -89,13 +84,9 @@ TEST_CASE(
     "[engine]") {
   Rig rig;
   rig.protect();
-  rig.slurm.helpers_start = false;
-  rig.slurm.nodes["node3"].down = true;
-  rig.engine->tick();
-  REQUIRE(rig.step().phase == RepairPhase::replaced);
+  rig.fault_with_pending_helper();
   rig.slurm.nodes["node2"].down = true;  // the second fault
-  rig.slurm.jobs.at(5000).running = true;
-  rig.slurm.jobs.at(5000).pending = false;
+  rig.slurm.start_job(5000);
   rig.engine->tick();
   const auto step = rig.step();
   CHECK(step.verdict == Verdict::relaunch);
@@ -119,10 +110,7 @@ TEST_CASE(
     "[engine]") {
   Rig rig;
   rig.protect();
-  rig.slurm.helpers_start = false;
-  rig.slurm.nodes["node3"].down = true;
-  rig.engine->tick();
-  REQUIRE(rig.step().phase == RepairPhase::replaced);
+  rig.fault_with_pending_helper();
   rig.slurm.add_job(20, 2000, {"node5"});  // node5 went to another job meanwhile
   for (int i = 0; i < 10; ++i) {
     rig.clock.advance(10s);
@@ -141,9 +129,7 @@ TEST_CASE(
 TEST_CASE("a helper that ends before the merge is submitted again", "[engine]") {
   Rig rig;
   rig.protect();
-  rig.slurm.helpers_start = false;
-  rig.slurm.nodes["node3"].down = true;
-  rig.engine->tick();
+  rig.fault_with_pending_helper();
   rig.slurm.jobs.erase(5000);  // ended (cancelled by someone)
   rig.engine->tick();
   CHECK(rig.detail("expand_retry").find("ended (gone) before the merge") != std::string::npos);

@@ -82,6 +82,14 @@ void FakeSlurm::add_step(std::uint32_t job_id, std::uint32_t step, const std::st
   steps[{job_id, step}] = nodelist;
 }
 
+void FakeSlurm::start_job(std::uint32_t id) {
+  auto& j = job(id);
+  j.pending = false;
+  j.running = true;
+  j.state = "RUNNING";
+  j.reason.clear();
+}
+
 bool FakeSlurm::updated(const std::string& prefix) const {
   return std::any_of(updates.begin(), updates.end(),
                      [&](const std::string& u) { return u.starts_with(prefix); });

@@ -63,6 +63,8 @@ class FakeSlurm final : public slurm::SlurmApi {
   slurm::JobInfo& add_job(std::uint32_t id, uid_t uid, const std::vector<std::string>& hosts,
                           const std::string& partition = "main");
   void add_step(std::uint32_t job, std::uint32_t step, const std::string& nodelist);
+  // A pending job (an expand helper) starts running.
+  void start_job(std::uint32_t id);
   // Whether an update starting with `prefix` was made.
   bool updated(const std::string& prefix) const;
 

@@ -113,18 +113,6 @@ TEST_CASE("replace refuses an unknown node and answers a second request as being
   CHECK(k.count(EventKind::replace_requested) == 1);
 }
 
-TEST_CASE("replace with a mode name refuses an unknown mode naming it", "[node_keeper]") {
-  KeeperRig k;
-  CHECK_THROWS_AS(k.keeper.request_replace("node1", "later"), std::invalid_argument);
-  CHECK_THROWS_WITH(k.keeper.request_replace("node1", "later"),
-                    "unknown mode 'later' (known: wait, now, force)");
-  CHECK(k.slurm.updates.empty());
-  CHECK(k.state("node1") == "none");
-  k.keeper.request_replace("node1", "force");
-  REQUIRE(k.store.node_repair("node1"));
-  CHECK(k.store.node_repair("node1").value().mode == RepairMode::force);
-}
-
 TEST_CASE("a provider that cannot replace refuses replace and records no_provider for a mark",
           "[node_keeper]") {
   KeeperRig k;
