@@ -7,6 +7,7 @@ extern "C" {
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 namespace ar::slurm {
@@ -18,10 +19,19 @@ using Hostlist =
 
 }  // namespace
 
-std::vector<std::string> expand_hostlist(const std::string& expression) {
+std::vector<std::string> expand_hostlist(const std::string& expression, std::size_t max_hosts) {
+  // A long expression is named by its start.
+  const auto named =
+      "the node list '" + expression.substr(0, 64) + (expression.size() > 64 ? "...'" : "'");
   Hostlist list(slurm_hostlist_create(expression.c_str()), &slurm_hostlist_destroy);
-  if (!list) throw std::runtime_error("cannot parse the node list '" + expression + "'");
+  if (!list) throw std::runtime_error("cannot parse " + named);
+  // Counted from its ranges, before a single name is made.
+  if (const auto count = slurm_hostlist_count(list.get());
+      count < 0 || static_cast<std::size_t>(count) > max_hosts)
+    throw std::runtime_error(named + " names " + std::to_string(count) +
+                             " hosts, more than the limit of " + std::to_string(max_hosts));
   std::vector<std::string> hosts;
+  hosts.reserve(static_cast<std::size_t>(slurm_hostlist_count(list.get())));
   while (char* host = slurm_hostlist_shift(list.get())) {
     hosts.emplace_back(host);
     std::free(host);

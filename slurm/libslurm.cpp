@@ -19,6 +19,10 @@ std::map<std::string, std::vector<std::string>> LibSlurm::partitions() {
   return slurm::partitions();
 }
 
+std::map<std::string, std::vector<std::string>> LibSlurm::reservations() {
+  return slurm::reservations();
+}
+
 void LibSlurm::set_node_fail(const std::string& node, const std::string& reason) {
   slurm::set_node_fail(node, reason);
 }

@@ -14,6 +14,7 @@ class LibSlurm final : public SlurmApi {
   const std::vector<NodeInfo>& load_nodes() override;
   std::optional<NodeInfo> load_node(const std::string& name) override;
   std::map<std::string, std::vector<std::string>> partitions() override;
+  std::map<std::string, std::vector<std::string>> reservations() override;
   void set_node_fail(const std::string& node, const std::string& reason) override;
   void set_node_down(const std::string& node, const std::string& reason) override;
   void set_node_drain(const std::string& node, const std::string& reason) override;

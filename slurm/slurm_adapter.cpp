@@ -7,6 +7,7 @@ extern "C" {
 
 #include <csignal>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 
 namespace ar::slurm {
@@ -58,6 +59,9 @@ std::optional<JobInfo> load_job(std::uint32_t job_id) {
   info.qos = text(j.qos);
   info.account = text(j.account);
   info.features = text(j.features);
+  info.reservation = text(j.resv_name);
+  info.licenses = text(j.licenses);
+  info.wckey = text(j.wckey);
   info.exclusive = j.shared == JOB_SHARED_NONE;
   info.has_gres = (j.gres_total != nullptr && j.gres_total[0] != '\0') ||
                   (j.tres_per_node != nullptr && j.tres_per_node[0] != '\0');
@@ -122,6 +126,23 @@ std::map<std::string, std::vector<std::string>> partitions() {
     if (msg->partition_array[i].name != nullptr)
       lists[msg->partition_array[i].name] = text(msg->partition_array[i].nodes);
   slurm_free_partition_info_msg(msg);
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [name, nodes] : lists)
+    out[name] = nodes.empty() ? std::vector<std::string>{} : expand_hostlist(nodes);
+  return out;
+}
+
+std::map<std::string, std::vector<std::string>> reservations() {
+  reserve_info_msg_t* msg = nullptr;
+  if (slurm_load_reservations(0, &msg) != SLURM_SUCCESS) fail("cannot load the reservations");
+  std::map<std::string, std::string> lists;
+  const auto now = std::time(nullptr);
+  for (std::uint32_t i = 0; i < msg->record_count; ++i) {
+    const auto& r = msg->reservation_array[i];
+    if (r.name != nullptr && r.start_time <= now && now < r.end_time)
+      lists[r.name] = text(r.node_list);
+  }
+  slurm_free_reservation_info_msg(msg);
   std::map<std::string, std::vector<std::string>> out;
   for (const auto& [name, nodes] : lists)
     out[name] = nodes.empty() ? std::vector<std::string>{} : expand_hostlist(nodes);
@@ -244,6 +265,11 @@ std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
   if (!job.qos.empty()) desc.qos = const_cast<char*>(job.qos.c_str());
   if (!job.account.empty()) desc.account = const_cast<char*>(job.account.c_str());
   if (!job.features.empty()) desc.features = const_cast<char*>(job.features.c_str());
+  // The job's reservation, licenses and wckey: the helper is charged and
+  // placed as the job is (a node outside the job's reservation stays out).
+  if (!job.reservation.empty()) desc.reservation = const_cast<char*>(job.reservation.c_str());
+  if (!job.licenses.empty()) desc.licenses = const_cast<char*>(job.licenses.c_str());
+  if (!job.wckey.empty()) desc.wckey = const_cast<char*>(job.wckey.c_str());
   if (job.exclusive) desc.shared = JOB_SHARED_NONE;
   resource_allocation_response_msg_t* response = nullptr;
   if (slurm_allocate_resources(&desc, &response) != SLURM_SUCCESS)

@@ -20,6 +20,8 @@ namespace ar::slurm {
 std::vector<std::string> partition_nodes(const std::string& partition);
 // Every partition, with its nodes.
 std::map<std::string, std::vector<std::string>> partitions();
+// The reservations active now, with their nodes.
+std::map<std::string, std::vector<std::string>> reservations();
 
 // Reads slurm.conf ($SLURM_CONF or the default); call once at start-up.
 void init();

@@ -46,6 +46,9 @@ struct JobInfo {
   std::string qos;
   std::string account;
   std::string features;
+  std::string reservation;  // the reservation it runs in, if any
+  std::string licenses;
+  std::string wckey;
   bool exclusive = false;
   bool has_gres = false;      // GRES allocated: Slurm refuses to resize the job
   bool requeue = false;       // may be requeued (not --no-requeue)
@@ -90,6 +93,8 @@ class SlurmApi {
   virtual std::optional<NodeInfo> load_node(const std::string& name) = 0;
   // Every partition, with its nodes.
   virtual std::map<std::string, std::vector<std::string>> partitions() = 0;
+  // The reservations active now, with their nodes.
+  virtual std::map<std::string, std::vector<std::string>> reservations() = 0;
 
   // Node state changes, with the reason Slurm shows.
   virtual void set_node_fail(const std::string& node, const std::string& reason) = 0;
@@ -113,7 +118,8 @@ class SlurmApi {
   virtual void requeue(std::uint32_t job_id) = 0;
 
   // Allocates `node` for the job `job` may absorb (`--dependency=expand:`),
-  // as the job's user, in its partition, QOS and account, named `name`;
+  // as the job's user, in its partition, QOS, account, reservation,
+  // licenses and wckey, named `name`;
   // returns the helper's job id (it may still be pending).
   virtual std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
                                              const std::string& name) = 0;

@@ -220,7 +220,8 @@ StepRegistration StepRegistration::from_json(const json& body) {
   step.argv = get_string_list(body, "argv");
   if (step.argv.empty()) bad("field 'argv' must not be empty");
   step.cwd = get_string(body, "cwd");
-  step.nodelist = get_string(body, "nodelist");
+  // What srun saw; the controller keeps slurmctld's list of the step instead.
+  if (body.contains("nodelist")) step.nodelist = get_string(body, "nodelist");
   return step;
 }
 

@@ -53,8 +53,17 @@ std::optional<int> verdict_exit_status(Verdict verdict) {
 
 std::optional<std::string> node_fault(const NodeHealth& node, unsigned probes_needed) {
   if (!node.known) return "it is no longer known to slurmctld";
-  if (!node.in_job) return "it left the job's allocation";
-  if (node.down) return "it is DOWN" + (node.reason.empty() ? "" : " (" + node.reason + ")");
+  const auto reason = node.reason.empty() ? std::string() : " (" + node.reason + ")";
+  if (!node.in_job) {
+    // Slurm dropped it (--no-kill) or the job's user shrank the job: only
+    // Slurm's word that it is unhealthy makes it a fault.
+    if (node.down) return "it left the job's allocation and is DOWN" + reason;
+    if (node.not_responding)
+      return std::string("it left the job's allocation and its slurmd is not responding");
+    if (node.fail) return "it left the job's allocation and is FAIL" + reason;
+    return std::nullopt;
+  }
+  if (node.down) return "it is DOWN" + reason;
   if (node.not_responding) return std::string("its slurmd is not responding");
   if (probes_needed > 0 && node.failed_probes >= probes_needed)
     return "its slurmd did not answer " + std::to_string(node.failed_probes) + " probes in a row";

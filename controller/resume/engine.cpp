@@ -146,8 +146,8 @@ void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
   failed_probes_ = std::move(next);
 }
 
-proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job,
-                           const NodeMap& nodes) {
+proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
+                           std::vector<std::string>& released) {
   auto found = proto::json::array();
   for (const auto& host : step_hosts(step)) {
     NodeHealth health;
@@ -167,6 +167,8 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job,
       health.failed_probes = probes->second;
     if (const auto why = node_fault(health, config_.probe_failures))
       found.push_back({{"node", host}, {"why", *why}, {"instance", instance}});
+    else if (health.known && !health.in_job)
+      released.push_back(host);
   }
   return found;
 }
@@ -183,7 +185,16 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
     if (step.state == StepState::decided) cancel_helpers(step);
     return;
   }
-  auto found = faults(step, *job, nodes);
+  std::vector<std::string> released;
+  auto found = faults(step, *job, nodes, released);
+  if (found.empty() && !released.empty()) {
+    decide(step, Verdict::no_fault,
+           fmt::format("job {} was shrunk under step {}.{}: {} left it and Slurm shows {} "
+                       "healthy; no node is at fault, srun keeps the step's own exit status",
+                       job->job_id, step.step.job_id, step.step.step_id, join(released, ", "),
+                       released.size() == 1 ? "it" : "them"));
+    return;
+  }
   if (!found.empty()) {
     std::vector<std::string> what;
     for (const auto& f : found)

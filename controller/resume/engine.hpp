@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,7 +61,10 @@ class Engine {
   void probe(const std::vector<StoredStep>& steps, const NodeMap& nodes);
   void advance(StoredStep& step, const NodeMap& nodes);
   // Nodes of the step at fault now, with why; records them for the repair.
-  proto::json faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes);
+  // `released` gets the step's nodes that left the job healthy (the job
+  // was shrunk under the step).
+  proto::json faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
+                     std::vector<std::string>& released);
   // A step whose job is no longer running: requeued, or ended.
   void job_gone(StoredStep& step, const std::optional<slurm::JobInfo>& job);
   // A registered step Slurm has forgotten for a while is over.
@@ -77,7 +81,12 @@ class Engine {
   struct Candidates {
     std::vector<std::string> partition;
     std::multimap<std::string, std::int64_t> banned;  // name -> slurmd start time
+    // Nodes of reservations the job is not in, and for a job in one, that
+    // reservation's nodes (the only ones it may take).
+    std::set<std::string> reserved;
+    std::optional<std::set<std::string>> reservation;
   };
+  Candidates candidates_for(const slurm::JobInfo& job);
   // A spare or an idle node among `candidates` for a failed node.
   const slurm::NodeInfo* pick_replacement(StoredStep& step, const slurm::JobInfo& job,
                                           const NodeMap& nodes, const Candidates& candidates,

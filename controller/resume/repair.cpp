@@ -104,8 +104,11 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
   for (const auto& f : step.repair["failed"]) {
     const std::string node = f["node"];
     // A node a health check, a heartbeat or an admin marked keeps that
-    // reason: the node keeper replaces it by that mark.
-    if (f["why"].get<std::string>().starts_with(kCheckFailed)) continue;
+    // reason: the node keeper replaces it by that mark. One the job no
+    // longer holds is not the engine's to mark (Slurm dropped it, and
+    // shows it DOWN or FAIL already).
+    if (f["why"].get<std::string>().starts_with(kCheckFailed) || !contains(job.hosts, node))
+      continue;
     try {
       slurm_.set_node_fail(
           node, fmt::format("auto-resume: {} (job {})", f["why"].get<std::string>(), job.job_id));
@@ -149,7 +152,8 @@ const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::J
                    node->completing))
         continue;
       if (contains(job.hosts, name) || contains(chosen, name) || is_banned(*node) ||
-          !contains(candidates.partition, name))
+          !contains(candidates.partition, name) || candidates.reserved.contains(name) ||
+          (candidates.reservation && !candidates.reservation->contains(name)))
         continue;
       if (spare) {
         slurm_.undrain_node(node->name);
@@ -163,6 +167,24 @@ const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::J
   return nullptr;
 }
 
+Engine::Candidates Engine::candidates_for(const slurm::JobInfo& job) {
+  Candidates out;
+  auto partitions = slurm_.partitions();
+  if (const auto it = partitions.find(job.partition); it != partitions.end())
+    out.partition = std::move(it->second);
+  out.banned = failed_instances(job.job_id);
+  // A reserved node is for its reservation's jobs; a job in a reservation
+  // gets its nodes from it (the helper is submitted into it as well).
+  for (auto& [name, hosts] : slurm_.reservations()) {
+    if (name == job.reservation)
+      out.reservation = std::set<std::string>(hosts.begin(), hosts.end());
+    else
+      out.reserved.insert(hosts.begin(), hosts.end());
+  }
+  if (!job.reservation.empty() && !out.reservation) out.reservation.emplace();
+  return out;
+}
+
 bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
   auto& repair = step.repair;
   if (!repair.contains("replacements")) repair["replacements"] = proto::json::array();
@@ -170,12 +192,7 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
   const auto failed = repair["failed"];
   auto chosen = names(repair["replacements"]);
   Candidates candidates;
-  if (chosen.size() < failed.size()) {
-    auto partitions = slurm_.partitions();
-    if (const auto it = partitions.find(job.partition); it != partitions.end())
-      candidates.partition = std::move(it->second);
-    candidates.banned = failed_instances(job.job_id);
-  }
+  if (chosen.size() < failed.size()) candidates = candidates_for(job);
   while (chosen.size() < failed.size()) {
     const auto* pick = pick_replacement(step, job, nodes, candidates, chosen);
     if (pick == nullptr) break;

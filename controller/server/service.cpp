@@ -85,10 +85,25 @@ proto::HelloReply Service::do_hello(const proto::HelloRequest&, uid_t caller) {
   return {kVersion, proto::kVersion, caller};
 }
 
-proto::RegisterReply Service::do_register(const proto::RegisterRequest& step, uid_t caller) {
+namespace {
+
+// Step ids Slurm keeps for its own steps (batch script, extern, interactive,
+// pending): none of them is an srun the plugin protects.
+constexpr std::uint32_t kFirstSpecialStep = 0xfffffff0U;
+
+}  // namespace
+
+proto::RegisterReply Service::do_register(proto::RegisterRequest step, uid_t caller) {
+  if (step.step_id >= kFirstSpecialStep)
+    throw ProtocolError(code::kBadRequest,
+                        fmt::format("step {}.{} is not an srun step (the batch script, the extern "
+                                    "or an interactive step); only an srun's step is protected",
+                                    step.job_id, step.step_id));
   std::optional<slurm::JobInfo> job;
+  std::optional<std::string> nodes;
   try {
     job = slurm_.load_job(step.job_id);
+    if (job) nodes = slurm_.step_nodes(step.job_id, step.step_id);
   } catch (const std::exception& e) {
     throw ProtocolError(code::kUnavailable, std::string("cannot ask Slurm: ") + e.what());
   }
@@ -102,9 +117,15 @@ proto::RegisterReply Service::do_register(const proto::RegisterRequest& step, ui
                         fmt::format("job {} is a heterogeneous job, which auto-resume cannot "
                                     "repair (its components are separate allocations)",
                                     step.job_id));
+  if (!nodes)
+    throw ProtocolError(code::kNotFound,
+                        fmt::format("slurmctld lists no step {}.{} (with nodes) in job {}",
+                                    step.job_id, step.step_id, step.job_id));
   if (const auto owner = store_.run_owner(step.run_id); owner && *owner != job->uid)
     throw ProtocolError(code::kForbidden,
                         fmt::format("run '{}' belongs to uid {}", step.run_id, *owner));
+  // The nodes are slurmctld's: what the client sent is never used.
+  step.nodelist = std::move(*nodes);
   StoredStep other;
   const auto result = store_.register_step(step, job->uid, &other);
   // One protected launch per job at a time: two would repair the same

@@ -41,7 +41,7 @@ class Service {
   // The op's typed request, answered by its handler: the reply as JSON.
   proto::json dispatch(const proto::Request& request, uid_t caller);
   proto::HelloReply do_hello(const proto::HelloRequest& request, uid_t caller);
-  proto::RegisterReply do_register(const proto::RegisterRequest& request, uid_t caller);
+  proto::RegisterReply do_register(proto::RegisterRequest request, uid_t caller);
   proto::StatusReply do_status(const proto::StatusRequest& request, uid_t caller);
   proto::EventsReply do_events(const proto::EventsRequest& request, uid_t caller);
   proto::VerdictReply do_verdict(const proto::VerdictRequest& request, uid_t caller);

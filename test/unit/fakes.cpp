@@ -133,6 +133,11 @@ std::map<std::string, std::vector<std::string>> FakeSlurm::partitions() {
   return partition_nodes;
 }
 
+std::map<std::string, std::vector<std::string>> FakeSlurm::reservations() {
+  check_reachable();
+  return reservation_nodes;
+}
+
 void FakeSlurm::set_node_fail(const std::string& name, const std::string& reason) {
   check_reachable();
   auto& n = node(name);

@@ -46,6 +46,7 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::map<std::uint32_t, slurm::JobInfo> jobs;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> steps;  // job.step -> nodelist
   std::map<std::string, std::vector<std::string>> partition_nodes;
+  std::map<std::string, std::vector<std::string>> reservation_nodes;  // active reservations
   uid_t slurm_user = 64030;
   // Whether an expand helper starts running at once (else it stays pending).
   bool helpers_start = true;
@@ -73,6 +74,7 @@ class FakeSlurm final : public slurm::SlurmApi {
   const std::vector<slurm::NodeInfo>& load_nodes() override;
   std::optional<slurm::NodeInfo> load_node(const std::string& name) override;
   std::map<std::string, std::vector<std::string>> partitions() override;
+  std::map<std::string, std::vector<std::string>> reservations() override;
   void set_node_fail(const std::string& node, const std::string& reason) override;
   void set_node_down(const std::string& node, const std::string& reason) override;
   void set_node_drain(const std::string& node, const std::string& reason) override;

@@ -34,8 +34,22 @@ TEST_CASE("a node is at fault when Slurm or the probes say so", "[resume]") {
   node.known = false;
   CHECK(ar::node_fault(node, 3).value() == "it is no longer known to slurmctld");
   node = healthy;
-  node.in_job = false;
-  CHECK(ar::node_fault(node, 3).value() == "it left the job's allocation");
+  node.in_job = false;  // released by the job's user: healthy, no fault
+  CHECK_FALSE(ar::node_fault(node, 3));
+  node.failed_probes = 5;  // the controller's own probes are not Slurm's word
+  CHECK_FALSE(ar::node_fault(node, 3));
+  node.down = true;  // dropped by Slurm (--no-kill)
+  node.reason = "Not responding";
+  CHECK(ar::node_fault(node, 3).value() ==
+        "it left the job's allocation and is DOWN (Not responding)");
+  node.down = false;
+  node.not_responding = true;
+  CHECK(ar::node_fault(node, 3).value() ==
+        "it left the job's allocation and its slurmd is not responding");
+  node.not_responding = false;
+  node.fail = true;
+  node.reason = "admin";
+  CHECK(ar::node_fault(node, 3).value() == "it left the job's allocation and is FAIL (admin)");
   node = healthy;
   node.down = true;
   node.reason = "Not responding";

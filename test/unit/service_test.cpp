@@ -6,6 +6,8 @@
 
 #include "server/service.hpp"
 
+#include <fmt/core.h>
+
 #include <catch2/catch.hpp>
 #include <memory>
 
@@ -31,6 +33,7 @@ struct ServiceRig : ar::test::Fakes {
     slurm.add_nodes(4);
     slurm.add_job(10, kOwner, {"node1", "node2"});
     slurm.add_step(10, 0, "node[1-2]");
+    slurm.add_step(10, 1, "node[1-2]");
     config.local_restart_command = {"/bin/restart", "{node}"};
     store = std::make_unique<ar::Store>(dir.path, clock);
     keeper = std::make_unique<ar::NodeKeeper>(*store, config, slurm, clock, prober, runner);
@@ -193,22 +196,38 @@ TEST_CASE("another user's refused request changes nothing", "[service]") {
   CHECK(rig.slurm.updates.empty());
 }
 
-TEST_CASE(
-    "a user may register a step id Slurm does not list in their job (today and issue 10 flips "
-    "it)",
-    "[service]") {
+TEST_CASE("only a step slurmctld lists in the job may be registered", "[service][trust]") {
   ServiceRig rig;
-  const auto reply = rig.ask("register", ServiceRig::registration("ghost", 99), kOwner);
-  CHECK(outcome(reply) == "ok");
+  const auto ghost = rig.ask("register", ServiceRig::registration("ghost", 99), kOwner);
+  CHECK(outcome(ghost) == "not_found");
+  CHECK(ghost["error"]["message"] == "slurmctld lists no step 10.99 (with nodes) in job 10");
+  // The batch script, the extern step, an interactive step: not srun's.
+  for (const std::uint32_t special : {0xfffffffbU, 0xfffffffcU, 0xfffffffaU, 0xfffffffdU}) {
+    rig.slurm.add_step(10, special, "node1");
+    const auto reply = rig.ask("register", ServiceRig::registration("s", special), kOwner);
+    CHECK(outcome(reply) == "bad_request");
+    CHECK(reply["error"]["message"].get<std::string>().starts_with(
+        fmt::format("step 10.{} is not an srun step", special)));
+  }
+  CHECK(rig.store->steps(std::nullopt).empty());
+  rig.slurm.reachable = false;
+  CHECK(outcome(rig.ask("register", ServiceRig::registration("r"), kOwner)) == "unavailable");
 }
 
-TEST_CASE("a user may register a node list their job does not hold (today and issue 10 flips it)",
-          "[service]") {
+TEST_CASE("a registered step's nodes are slurmctld's, never the client's", "[service][trust]") {
   ServiceRig rig;
   auto fields = ServiceRig::registration("wide");
   fields["nodelist"] = "node[1-4]";
   CHECK(outcome(rig.ask("register", fields, kOwner)) == "ok");
-  CHECK(rig.store->find("wide", 0)->step.nodelist == "node[1-4]");
+  CHECK(rig.store->find("wide", 0)->step.nodelist == "node[1-2]");
+  // A client need not send a list at all.
+  auto bare = ServiceRig::registration("bare");
+  bare.erase("nodelist");
+  rig.slurm.add_step(10, 1, "node1");
+  bare["step_id"] = 1;
+  rig.ask("cancel", {{"run_id", "wide"}, {"attempt", 0}}, kOwner);
+  CHECK(outcome(rig.ask("register", bare, kOwner)) == "ok");
+  CHECK(rig.store->find("bare", 0)->step.nodelist == "node1");
 }
 
 TEST_CASE("while slurmctld cannot say who SlurmUser is a refusal is unavailable not forbidden",
@@ -243,6 +262,7 @@ TEST_CASE("a run belongs to the uid that registered it first", "[service]") {
   ServiceRig rig;
   rig.put_step(ar::StepState::decided);
   rig.slurm.add_job(20, kOther, {"node3"});
+  rig.slurm.add_step(20, 0, "node3");
   auto fields = ServiceRig::registration("r");
   fields["job_id"] = 20;
   fields["attempt"] = 1;

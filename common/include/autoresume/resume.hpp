@@ -50,7 +50,9 @@ struct NodeHealth {
 // Why the node is at fault, or nothing. A FAIL mark counts only when a
 // health check set it ("Action:Replace <check>: <detail>"); an admin's bare
 // "Action:Replace" lets running jobs finish first. Such a mark's why starts
-// with kCheckFailed.
+// with kCheckFailed. A node that left the job is a fault only when Slurm
+// shows it DOWN, not responding or FAIL; otherwise the job was shrunk under
+// the step, which is no node's fault.
 std::optional<std::string> node_fault(const NodeHealth& node, unsigned probes_needed);
 inline constexpr std::string_view kCheckFailed = "a health check failed: ";
 
