@@ -4,8 +4,10 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -96,9 +98,9 @@ struct Controller {
   bool as_json = false;  // print the reply as JSON rather than in words
 };
 
-// Sends `request`; prints the typed reply as JSON, or with `print`.
-template <typename Request, typename Print>
-void ask(const Controller& controller, const Request& request, Print&& print) {
+// Sends `request`; the typed reply.
+template <typename Request>
+typename Request::Reply fetch(const Controller& controller, const Request& request) {
   const auto reply = ar::call_controller(
       controller.endpoint, controller.timeout, Request::kOp,
       ar::munge_encode_credential(controller.munge_socket, ar::credential_payload(Request::kOp)),
@@ -106,11 +108,39 @@ void ask(const Controller& controller, const Request& request, Print&& print) {
   if (!reply.ok)
     throw Refused(
         fmt::format("the controller refused {}: {}: {}", Request::kOp, reply.code, reply.message));
-  const auto result = Request::Reply::from_json(reply.result);
+  return Request::Reply::from_json(reply.result);
+}
+
+// Prints a typed reply as JSON, or with `print`.
+template <typename Reply, typename Print>
+void show(const Controller& controller, const Reply& result, Print&& print) {
   if (controller.as_json)
     fmt::print("{}\n", result.to_json().dump(2));
   else
     print(result);
+}
+
+// Sends `request`; prints the typed reply as JSON, or with `print`.
+template <typename Request, typename Print>
+void ask(const Controller& controller, const Request& request, Print&& print) {
+  show(controller, fetch(controller, request), std::forward<Print>(print));
+}
+
+// Up to `limit` rows of a paged list (status, events), page by page from
+// the cursor on; the cursor to go on from, if there are more.
+template <typename Request, typename Rows>
+std::optional<std::int64_t> fetch_pages(const Controller& controller, Request request,
+                                        std::uint32_t limit, Rows rows,
+                                        std::optional<std::int64_t> Request::*cursor,
+                                        typename Request::Reply& all) {
+  for (;;) {
+    const auto have = static_cast<std::uint32_t>((all.*rows).size());
+    request.limit = std::min(limit - have, proto::kMaxPageRows);
+    auto page = fetch(controller, request);
+    for (auto& row : page.*rows) (all.*rows).push_back(std::move(row));
+    if (!page.next || (all.*rows).size() >= limit) return page.next;
+    request.*cursor = page.next;
+  }
 }
 
 // The subcommands that ask the controller, and their options.
@@ -118,8 +148,12 @@ struct Commands {
   CLI::App* hello = nullptr;
   CLI::App* status = nullptr;
   std::uint32_t job_filter = 0;
+  std::uint32_t status_limit = proto::kDefaultStatusRows;
+  std::int64_t before = -1;
   CLI::App* events = nullptr;
   std::string since;
+  std::uint32_t events_limit = proto::kDefaultEventRows;
+  std::int64_t after = -1;
   CLI::App* replace = nullptr;
   std::string replace_node;
   bool replace_now = false;
@@ -131,10 +165,20 @@ void add_commands(CLI::App& app, Commands& c) {
   c.hello = app.add_subcommand("hello", "Check that the controller answers, and as whom");
   c.status = app.add_subcommand("status", "List protected steps (yours; all for root)");
   c.status->add_option("--job", c.job_filter, "Only this job");
+  c.status->add_option("--limit", c.status_limit, "Steps at most, newest first")
+      ->check(CLI::Range(1U, 1000000U))
+      ->capture_default_str();
+  c.status->add_option("--before", c.before,
+                       "Only steps older than this cursor (printed when there are more)");
   c.events = app.add_subcommand("events", "List what the controller did");
   c.events->add_option("--since", c.since,
                        "Only events from then on: Unix seconds, a UTC time "
                        "(2026-11-29T14:05:00Z) or an age (90s, 10m, 2h, 1d)");
+  c.events->add_option("--limit", c.events_limit, "Events at most, oldest first")
+      ->check(CLI::Range(1U, 1000000U))
+      ->capture_default_str();
+  c.events->add_option("--after", c.after,
+                       "Only events after this cursor (printed when there are more)");
   c.replace = app.add_subcommand(
       "replace",
       "Replace a node (root): FAIL it, let its jobs finish, have the provider replace it");
@@ -154,10 +198,19 @@ void run(const Controller& controller, const Commands& c) {
   if (c.hello->parsed())
     ask(controller, proto::HelloRequest{},
         [&](const proto::HelloReply& reply) { print_hello(reply, controller.endpoint); });
+  // The cursor to go on from, when the limit left rows out.
+  auto more = [](const char* option, std::optional<std::int64_t> next) {
+    if (next) fmt::print(stderr, "auto-resume: more to list: add {} {}\n", option, *next);
+  };
   if (c.status->parsed()) {
     proto::StatusRequest request;
     if (c.job_filter != 0) request.job_id = c.job_filter;
-    ask(controller, request, print_steps);
+    if (c.before >= 0) request.before = c.before;
+    proto::StatusReply all;
+    const auto next = fetch_pages(controller, request, c.status_limit, &proto::StatusReply::steps,
+                                  &proto::StatusRequest::before, all);
+    show(controller, all, print_steps);
+    more("--before", next);
   }
   if (c.events->parsed()) {
     proto::EventsRequest request;
@@ -166,7 +219,12 @@ void run(const Controller& controller, const Commands& c) {
                                       std::chrono::duration_cast<std::chrono::seconds>(
                                           std::chrono::system_clock::now().time_since_epoch())
                                           .count());
-    ask(controller, request, print_events);
+    if (c.after >= 0) request.after = c.after;
+    proto::EventsReply all;
+    const auto next = fetch_pages(controller, request, c.events_limit, &proto::EventsReply::events,
+                                  &proto::EventsRequest::after, all);
+    show(controller, all, print_events);
+    more("--after", next);
   }
   if (c.replace->parsed()) {
     const auto mode = c.replace_force ? proto::ReplaceMode::force

@@ -25,7 +25,7 @@ constexpr std::string_view kKnownKeys =
     "listen, state_dir, provider, max_attempts, munge_socket, backoff, probe_interval, "
     "probe_failures, end_window, repair_timeout, min_time_left, local_restart_command, "
     "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
-    "heartbeat_max_silent_percent, spares, register_timeout";
+    "heartbeat_max_silent_percent, spares, register_timeout, retention";
 
 // A command line split on blanks; the program is an absolute path and some
 // argument names the node with "{node}".
@@ -65,6 +65,9 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
     config.probe_failures = static_cast<unsigned>(parse_uint(key, value, 0, 100));
   } else if (key == "end_window") {
     config.end_window = parse_seconds(key, value, std::chrono::seconds{600});
+  } else if (key == "retention") {
+    config.retention =
+        parse_seconds(key, value, std::chrono::hours{24 * 3650}, std::chrono::hours{1});
   } else if (key == "repair_timeout") {
     config.repair_timeout =
         parse_seconds(key, value, std::chrono::hours{24}, std::chrono::seconds{1});
@@ -165,6 +168,7 @@ std::string render(const DaemonConfig& config) {
       << "probe_failures=" << config.probe_failures << "\n"
       << "end_window=" << seconds_text(config.end_window) << "\n"
       << "repair_timeout=" << seconds_text(config.repair_timeout) << "\n"
+      << "retention=" << seconds_text(config.retention) << "\n"
       << "min_time_left=" << seconds_text(config.min_time_left) << "\n"
       << "provider_timeout=" << seconds_text(config.provider_timeout) << "\n"
       << "provider_retries=" << config.provider_retries << "\n"

@@ -220,6 +220,11 @@ StepRegistration StepRegistration::from_json(const json& body) {
   step.argv = get_string_list(body, "argv");
   if (step.argv.empty()) bad("field 'argv' must not be empty");
   step.cwd = get_string(body, "cwd");
+  std::size_t bytes = step.cwd.size();
+  for (const auto& arg : step.argv) bytes += arg.size() + 1;
+  if (bytes > kMaxCommandBytes)
+    bad("fields 'argv' and 'cwd' hold " + std::to_string(bytes) +
+        " bytes, more than the limit of " + std::to_string(kMaxCommandBytes));
   // What srun saw; the controller keeps slurmctld's list of the step instead.
   if (body.contains("nodelist")) step.nodelist = get_string(body, "nodelist");
   return step;
@@ -237,15 +242,39 @@ RegisterReply RegisterReply::from_json(const json& result) {
 
 // status
 
+namespace {
+
+std::optional<std::uint32_t> get_limit(const json& body) {
+  if (!body.contains("limit")) return std::nullopt;
+  const auto limit = get_u32(body, "limit");
+  if (limit == 0 || limit > kMaxPageRows)
+    bad("field 'limit' must be 1-" + std::to_string(kMaxPageRows) + ", got " +
+        std::to_string(limit));
+  return limit;
+}
+
+std::optional<std::int64_t> get_cursor(const json& body, const char* field) {
+  if (!body.contains(field)) return std::nullopt;
+  const auto cursor = get_i64(body, field);
+  if (cursor < 0) bad(named(field) + " must not be negative, got " + std::to_string(cursor));
+  return cursor;
+}
+
+}  // namespace
+
 json StatusRequest::to_json() const {
   json body = json::object();
   if (job_id) body["job_id"] = *job_id;
+  if (limit) body["limit"] = *limit;
+  if (before) body["before"] = *before;
   return body;
 }
 
 StatusRequest StatusRequest::from_json(const json& body) {
   StatusRequest request;
   if (body.contains("job_id")) request.job_id = get_u32(body, "job_id");
+  request.limit = get_limit(body);
+  request.before = get_cursor(body, "before");
   return request;
 }
 
@@ -272,10 +301,15 @@ StatusReply::Step StatusReply::Step::from_json(const json& item) {
   return out;
 }
 
-json StatusReply::to_json() const { return {{"steps", to_json_array(steps)}}; }
+json StatusReply::to_json() const {
+  json out = {{"steps", to_json_array(steps)}};
+  if (next) out["next"] = *next;
+  return out;
+}
 
 StatusReply StatusReply::from_json(const json& result) {
-  return {get_items<Step>(result_object(result), "steps")};
+  const auto& body = result_object(result);
+  return {get_items<Step>(body, "steps"), get_cursor(body, "next")};
 }
 
 // events
@@ -283,12 +317,16 @@ StatusReply StatusReply::from_json(const json& result) {
 json EventsRequest::to_json() const {
   json body = json::object();
   if (since) body["since"] = *since;
+  if (limit) body["limit"] = *limit;
+  if (after) body["after"] = *after;
   return body;
 }
 
 EventsRequest EventsRequest::from_json(const json& body) {
   EventsRequest request;
   if (body.contains("since")) request.since = get_u32(body, "since");
+  request.limit = get_limit(body);
+  request.after = get_cursor(body, "after");
   return request;
 }
 
@@ -307,10 +345,15 @@ EventsReply::Event EventsReply::Event::from_json(const json& item) {
           get_string(item, "node", kMaxTextBytes)};
 }
 
-json EventsReply::to_json() const { return {{"events", to_json_array(events)}}; }
+json EventsReply::to_json() const {
+  json out = {{"events", to_json_array(events)}};
+  if (next) out["next"] = *next;
+  return out;
+}
 
 EventsReply EventsReply::from_json(const json& result) {
-  return {get_items<Event>(result_object(result), "events")};
+  const auto& body = result_object(result);
+  return {get_items<Event>(body, "events"), get_cursor(body, "next")};
 }
 
 // verdict

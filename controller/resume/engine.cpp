@@ -62,7 +62,21 @@ void Engine::run() {
   }
 }
 
+void Engine::prune() {
+  if (last_prune_ != Steady::time_point{} && clock_.now() - last_prune_ < kPruneEvery) return;
+  last_prune_ = clock_.now();
+  const auto cutoff = clock_.unix_now() - whole_seconds(config_.retention);
+  if (const auto gone = store_.prune(cutoff); gone > 0)
+    log::info("forgot {} decided steps and events older than retention={} s", gone,
+              whole_seconds(config_.retention));
+}
+
 void Engine::tick() {
+  try {
+    prune();
+  } catch (const std::exception& e) {
+    log::warn("cannot prune the store: {}", e.what());
+  }
   auto steps = store_.active_steps();
   NodeMap nodes;
   for (const auto& node : slurm_.load_nodes()) nodes[node.name] = &node;

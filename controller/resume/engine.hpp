@@ -58,6 +58,9 @@ class Engine {
   using NodeMap = std::map<std::string, const slurm::NodeInfo*>;
 
   void run();
+  // Forgets what is older than `retention`, once per kPruneEvery.
+  void prune();
+  static constexpr std::chrono::hours kPruneEvery{1};
   void probe(const std::vector<StoredStep>& steps, const NodeMap& nodes);
   void advance(StoredStep& step, const NodeMap& nodes);
   // Nodes of the step at fault now, with why; records them for the repair.
@@ -115,6 +118,7 @@ class Engine {
   Prober& prober_;
   std::map<std::string, unsigned> failed_probes_;
   Steady::time_point last_probe_{};
+  Steady::time_point last_prune_{};
   // Errors already logged, per step, so a persisting one is logged once.
   std::map<std::string, std::string> last_error_;
   // The nodes each step runs on, from slurmctld.

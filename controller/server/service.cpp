@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "autoresume/text.hpp"
 #include "autoresume/version.hpp"
 
 namespace ar {
@@ -139,23 +140,60 @@ proto::RegisterReply Service::do_register(proto::RegisterRequest step, uid_t cal
   return {step.run_id, step.attempt, result == Store::Insert::duplicate};
 }
 
+namespace {
+
+// Adds rows to a page while it stays within kMaxListBytes (a row that alone
+// is larger still goes, alone: the stored sizes are capped below the
+// line limit). Returns false once the page is full.
+template <typename Row>
+bool fits(std::vector<Row>& page, Row row, std::size_t& bytes) {
+  const auto size = row.to_json().dump().size() + 1;
+  if (!page.empty() && bytes + size > proto::kMaxListBytes) return false;
+  bytes += size;
+  page.push_back(std::move(row));
+  return true;
+}
+
+}  // namespace
+
 proto::StatusReply Service::do_status(const proto::StatusRequest& request, uid_t caller) {
+  const auto limit = request.limit.value_or(proto::kDefaultStatusRows);
+  // One more than asked: whether there is a next page.
+  auto rows = store_.steps(privileged(caller) ? std::nullopt : std::optional(caller),
+                           request.job_id, request.before, limit + 1);
   proto::StatusReply reply;
-  for (const auto& stored :
-       store_.steps(privileged(caller) ? std::nullopt : std::optional(caller))) {
-    if (request.job_id && stored.step.job_id != *request.job_id) continue;
-    reply.steps.push_back({stored.step, stored.uid, stored.state, stored.created_at, stored.verdict,
-                           stored.message, stored.phase});
+  std::size_t bytes = 0;
+  for (auto& stored : rows) {
+    if (reply.steps.size() == limit) break;
+    // A node list as long as a line is cut for display only.
+    stored.step.nodelist = shortened(stored.step.nodelist, 1024);
+    if (!fits(reply.steps,
+              {std::move(stored.step), stored.uid, stored.state, stored.created_at, stored.verdict,
+               std::move(stored.message), stored.phase},
+              bytes))
+      break;
+    reply.next = stored.row;
   }
+  if (reply.steps.size() == rows.size()) reply.next.reset();  // that was all
   return reply;
 }
 
 proto::EventsReply Service::do_events(const proto::EventsRequest& request, uid_t caller) {
+  const auto limit = request.limit.value_or(proto::kDefaultEventRows);
+  auto rows = store_.events(privileged(caller) ? std::nullopt : std::optional(caller),
+                            request.since.value_or(0), request.after.value_or(0), limit + 1);
   proto::EventsReply reply;
-  for (auto& e : store_.events(privileged(caller) ? std::nullopt : std::optional(caller),
-                               request.since.value_or(0)))
-    reply.events.push_back({e.id, e.at, e.job_id, std::move(e.run_id), std::move(e.kind),
-                            std::move(e.detail), std::move(e.node)});
+  std::size_t bytes = 0;
+  for (auto& e : rows) {
+    if (reply.events.size() == limit) break;
+    if (!fits(reply.events,
+              {e.id, e.at, e.job_id, std::move(e.run_id), std::move(e.kind), std::move(e.detail),
+               std::move(e.node)},
+              bytes))
+      break;
+    reply.next = e.id;
+  }
+  if (reply.events.size() == rows.size()) reply.next.reset();
   return reply;
 }
 

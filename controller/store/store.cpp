@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "autoresume/text.hpp"
+
 namespace ar {
 
 namespace {
@@ -102,7 +104,7 @@ class Statement {
 
 constexpr const char* kStepColumns =
     "run_id, attempt, job_id, step_id, uid, argv, cwd, nodelist, state, created_at, ended_at,"
-    " verdict, message, phase, repair";
+    " verdict, message, phase, repair, rowid";
 // PRAGMA user_version of the current schema.
 constexpr int kSchemaVersion = 3;
 
@@ -128,6 +130,7 @@ StoredStep read_step(const Statement& s) {
   out.message = s.text(12);
   out.phase = stored<RepairPhase>(s.text(13), "repair phase");
   out.repair = proto::json::parse(s.text(14));
+  out.row = s.integer(15);
   return out;
 }
 
@@ -222,7 +225,7 @@ void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpe
       .bind(3, step.step.run_id)
       .bind(4, static_cast<std::int64_t>(step.uid))
       .bind(5, std::string(name_of(event.kind)))
-      .bind(6, event.detail);
+      .bind(6, shortened(event.detail, kMaxDetailBytes));
   insert.step();
 }
 
@@ -234,7 +237,7 @@ void Store::insert_node_event(std::int64_t at, const std::string& node, std::uin
   insert.bind(1, at)
       .bind(2, job_id)
       .bind(3, std::string(name_of(event.kind)))
-      .bind(4, event.detail)
+      .bind(4, shortened(event.detail, kMaxDetailBytes))
       .bind(5, node);
   insert.step();
 }
@@ -305,7 +308,7 @@ bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
                      " ended_at = ?, updated_at = ? WHERE run_id = ? AND attempt = ?");
     update.bind(1, std::string(name_of(step.state)))
         .bind(2, verdict_text(step.verdict))
-        .bind(3, step.message)
+        .bind(3, shortened(step.message, kMaxDetailBytes))
         .bind(4, std::string(name_of(step.phase)))
         .bind(5, step.repair.dump(-1, ' ', false, proto::json::error_handler_t::replace))
         .bind(6, step.ended_at)
@@ -400,23 +403,34 @@ std::optional<uid_t> Store::run_owner(const std::string& run_id) {
   return static_cast<uid_t>(s.integer(0));
 }
 
-std::vector<StoredStep> Store::steps(std::optional<uid_t> uid) {
+std::vector<StoredStep> Store::steps(std::optional<uid_t> uid, std::optional<std::uint32_t> job_id,
+                                     std::optional<std::int64_t> before, std::uint32_t limit) {
   std::lock_guard lock(mutex_);
+  // Newest first by row: a row id only grows, so a cursor never skips or
+  // repeats a step.
   Statement s(db_, (std::string("SELECT ") + kStepColumns +
-                    " FROM steps WHERE ?1 < 0 OR uid = ?1 ORDER BY created_at DESC, rowid DESC")
+                    " FROM steps WHERE (?1 < 0 OR uid = ?1) AND (?2 < 0 OR job_id = ?2)"
+                    " AND (?3 < 0 OR rowid < ?3) ORDER BY rowid DESC LIMIT ?4")
                        .c_str());
-  s.bind(1, uid ? static_cast<std::int64_t>(*uid) : -1);
+  s.bind(1, uid ? static_cast<std::int64_t>(*uid) : -1)
+      .bind(2, job_id ? static_cast<std::int64_t>(*job_id) : -1)
+      .bind(3, before.value_or(-1))
+      .bind(4, static_cast<std::int64_t>(limit));
   std::vector<StoredStep> out;
   while (s.step()) out.push_back(read_step(s));
   return out;
 }
 
-std::vector<Event> Store::events(std::optional<uid_t> uid, std::int64_t since) {
+std::vector<Event> Store::events(std::optional<uid_t> uid, std::int64_t since, std::int64_t after,
+                                 std::uint32_t limit) {
   std::lock_guard lock(mutex_);
   Statement s(db_,
               "SELECT id, at, job_id, run_id, kind, detail, node FROM events"
-              " WHERE (?1 < 0 OR uid = ?1) AND at >= ?2 ORDER BY id");
-  s.bind(1, uid ? static_cast<std::int64_t>(*uid) : -1).bind(2, since);
+              " WHERE (?1 < 0 OR uid = ?1) AND at >= ?2 AND id > ?3 ORDER BY id LIMIT ?4");
+  s.bind(1, uid ? static_cast<std::int64_t>(*uid) : -1)
+      .bind(2, since)
+      .bind(3, after)
+      .bind(4, static_cast<std::int64_t>(limit));
   std::vector<Event> out;
   while (s.step())
     out.push_back({s.integer(0), s.integer(1), static_cast<std::uint32_t>(s.integer(2)), s.text(3),
@@ -438,6 +452,21 @@ NodeRepair read_node_repair(const Statement& s) {
 }
 
 }  // namespace
+
+std::size_t Store::prune(std::int64_t cutoff) {
+  std::lock_guard lock(mutex_);
+  return transaction([&] {
+    Statement steps(db_, "DELETE FROM steps WHERE state = 'decided' AND updated_at < ?");
+    steps.bind(1, cutoff);
+    steps.step();
+    auto gone = static_cast<std::size_t>(sqlite3_changes(db_));
+    Statement events(db_, "DELETE FROM events WHERE at < ?");
+    events.bind(1, cutoff);
+    events.step();
+    gone += static_cast<std::size_t>(sqlite3_changes(db_));
+    return gone;
+  });
+}
 
 std::optional<NodeRepair> Store::node_repair(const std::string& node) {
   std::lock_guard lock(mutex_);

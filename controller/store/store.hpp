@@ -29,6 +29,7 @@ struct StoredStep {
   std::string message;                         // the verdict's explanation, for srun's stderr
   RepairPhase phase = RepairPhase::none;       // how far a repair got (resumed after a restart)
   proto::json repair = proto::json::object();  // the repair's facts (failed nodes, helper job...)
+  std::int64_t row = 0;                        // the store's row id: a status page's cursor
 };
 
 // An event to record with a state change.
@@ -97,9 +98,20 @@ class Store {
   void add_event(const StoredStep& step, const EventSpec& event);
   // The uid that registered run_id first, if any.
   std::optional<uid_t> run_owner(const std::string& run_id);
-  // Steps, newest first; only those of `uid` unless it is nullopt.
-  std::vector<StoredStep> steps(std::optional<uid_t> uid);
-  std::vector<Event> events(std::optional<uid_t> uid, std::int64_t since);
+  // Steps, newest first; only those of `uid` unless it is nullopt, of
+  // `job_id` if given, with a row below `before` if given; `limit` at most.
+  std::vector<StoredStep> steps(std::optional<uid_t> uid, std::optional<std::uint32_t> job_id = {},
+                                std::optional<std::int64_t> before = {},
+                                std::uint32_t limit = 0xffffffffU);
+  // Events from `since` (unix seconds) on, oldest first; only those of
+  // `uid` unless it is nullopt, with an id above `after`; `limit` at most.
+  std::vector<Event> events(std::optional<uid_t> uid, std::int64_t since, std::int64_t after = 0,
+                            std::uint32_t limit = 0xffffffffU);
+  // Forgets decided steps last changed before `cutoff` (unix seconds), and
+  // events from before it; returns how many rows went.
+  std::size_t prune(std::int64_t cutoff);
+  // An event's detail is cut to this many bytes when stored.
+  static constexpr std::size_t kMaxDetailBytes = 4096;
 
   // Node replacements, and the events of nodes (seen by privileged callers).
   std::optional<NodeRepair> node_repair(const std::string& node);

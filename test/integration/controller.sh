@@ -51,6 +51,13 @@ b_view=$(as_b "$AR_CLI" status --json | json_field "['steps'].__len__()")
 assert_eq "$b_view" 0 "the number of steps user B sees"
 root_view=$("$AR_CLI" status --json | step_values job_id)
 assert_eq "$root_view" "[$job, $a_job]" "the jobs root sees"
+# Pages: the newest step, then the cursor to the rest.
+"$AR_CLI" status --limit 1 --json 2>more.err | step_values job_id >newest.out
+assert_eq "$(cat newest.out)" "[$a_job]" "the newest step, with --limit 1"
+cursor=$(sed -n 's/^auto-resume: more to list: add --before \([0-9]*\)$/\1/p' more.err)
+[[ -n $cursor ]] || fail "no cursor after --limit 1: $(cat more.err)"
+assert_eq "$("$AR_CLI" status --before "$cursor" --json | step_values job_id)" "[$job]" \
+  "the steps before the cursor"
 cred_for() { munge -s "slurm-auto-resume/1 $1" -S "$AUTO_RESUME_MUNGE_SOCKET"; }  # OP
 b_cred=$(as_b munge -s "slurm-auto-resume/1 register" -S "$AUTO_RESUME_MUNGE_SOCKET")
 wire "$(register_body "$a_job" "$b_cred")" >b_register.out

@@ -180,3 +180,20 @@ TEST_CASE("slurmctld unreachable: the step waits and goes on once it is back", "
   rig.engine->tick();
   CHECK(rig.step().verdict == Verdict::relaunch);
 }
+
+TEST_CASE("decided steps and events older than retention are forgotten", "[engine][limits]") {
+  Rig rig;
+  rig.config.retention = std::chrono::hours{24};
+  rig.protect();
+  rig.slurm.jobs.at(10).running = false;
+  rig.slurm.jobs.at(10).state = "COMPLETED";
+  rig.engine->tick();
+  REQUIRE(rig.step().state == StepState::decided);
+  rig.clock.advance(std::chrono::hours{23});
+  rig.engine->tick();
+  CHECK(rig.store->find("r", 0));  // within retention
+  rig.clock.advance(std::chrono::hours{2});
+  rig.engine->tick();
+  CHECK_FALSE(rig.store->find("r", 0));
+  CHECK(rig.store->events(std::nullopt, 0).empty());
+}

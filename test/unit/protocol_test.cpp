@@ -139,10 +139,12 @@ TEST_CASE("each request names its op and goes over the wire as it did", "[protoc
                  R"("job_id":12,"nodelist":"node[1-4]","run_id":"12.0-abc","step_id":0})");
   CHECK(step.argv.size() == 3);
   CHECK(round_trip(proto::StatusRequest{}, "{}").job_id == std::nullopt);
-  CHECK(round_trip(proto::StatusRequest{12}, R"({"job_id":12})").job_id == 12U);
+  CHECK(round_trip(proto::StatusRequest{12, {}, {}}, R"({"job_id":12})").job_id == 12U);
+  CHECK(round_trip(proto::StatusRequest{{}, 5, 40}, R"({"before":40,"limit":5})").before == 40);
   CHECK(round_trip(proto::EventsRequest{}, "{}").since == std::nullopt);
-  CHECK(round_trip(proto::EventsRequest{1700000000}, R"({"since":1700000000})").since ==
+  CHECK(round_trip(proto::EventsRequest{1700000000, {}, {}}, R"({"since":1700000000})").since ==
         1700000000);
+  CHECK(round_trip(proto::EventsRequest{{}, 10, 77}, R"({"after":77,"limit":10})").after == 77);
   const auto verdict = round_trip(proto::VerdictRequest{"12.0-abc", 2, true},
                                   R"({"attempt":2,"ended":true,"run_id":"12.0-abc"})");
   CHECK(verdict.run_id == "12.0-abc");

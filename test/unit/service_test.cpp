@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 #include <memory>
+#include <set>
 
 #include "fakes.hpp"
 
@@ -269,4 +270,97 @@ TEST_CASE("a run belongs to the uid that registered it first", "[service]") {
   const auto reply = rig.ask("register", fields, kOther);
   CHECK(outcome(reply) == "forbidden");
   CHECK(reply["error"]["message"] == "run 'r' belongs to uid 1000");
+}
+
+namespace {
+
+// `count` decided steps of uid kOwner in jobs 100.., each with an argv of
+// `argv_bytes` bytes (one protected run per job at a time).
+void add_decided_steps(ServiceRig& rig, int count, std::size_t argv_bytes) {
+  for (int i = 0; i < count; ++i) {
+    ar::proto::StepRegistration step;
+    step.job_id = 100 + static_cast<std::uint32_t>(i);
+    step.run_id = fmt::format("run{}", i);
+    step.argv = {"srun", std::string(argv_bytes, 'x')};
+    step.nodelist = "node1";
+    REQUIRE(rig.store->register_step(step, kOwner) == ar::Store::Insert::created);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("status comes in pages within the line limit and the cursor reaches every step",
+          "[service][limits]") {
+  ServiceRig rig;
+  add_decided_steps(rig, 30, 15000);  // 450 KB of command lines
+  std::set<std::string> seen;
+  json request = json::object();
+  for (int page = 0; page < 30; ++page) {
+    const auto reply = rig.ask("status", request, kRoot);
+    REQUIRE(outcome(reply) == "ok");
+    CHECK(reply.dump().size() < ar::proto::kMaxMessageBytes);
+    for (const auto& s : reply["result"]["steps"]) CHECK(seen.insert(s["run_id"]).second);
+    if (!reply["result"].contains("next")) break;
+    request["before"] = reply["result"]["next"];
+  }
+  CHECK(seen.size() == 30);
+}
+
+TEST_CASE("status and events take a limit of 1-1000 rows", "[service][limits]") {
+  ServiceRig rig;
+  add_decided_steps(rig, 7, 10);
+  const auto five = rig.ask("status", {{"limit", 5}}, kOwner);
+  CHECK(five["result"]["steps"].size() == 5);
+  CHECK(five["result"]["steps"][0]["run_id"] == "run6");  // newest first
+  const auto rest = rig.ask("status", {{"before", five["result"]["next"]}}, kOwner);
+  CHECK(rest["result"]["steps"].size() == 2);
+  CHECK_FALSE(rest["result"].contains("next"));
+  for (const auto& op : {"status", "events"}) {
+    const auto zero = rig.ask(op, {{"limit", 0}}, kOwner);
+    CHECK(outcome(zero) == "bad_request");
+    CHECK(zero["error"]["message"] == "field 'limit' must be 1-1000, got 0");
+    CHECK(outcome(rig.ask(op, {{"limit", 1001}}, kOwner)) == "bad_request");
+  }
+  CHECK(outcome(rig.ask("status", {{"before", -1}}, kOwner)) == "bad_request");
+  CHECK(outcome(rig.ask("events", {{"after", "x"}}, kOwner)) == "bad_request");
+}
+
+TEST_CASE("events come in pages of at most 1000 and the cursor reaches every one",
+          "[service][limits]") {
+  ServiceRig rig;
+  rig.put_step(ar::StepState::registered);
+  const auto step = rig.store->find("r", 0).value();
+  for (int i = 0; i < 2500; ++i)
+    rig.store->add_event(step, {ar::EventKind::error, std::string(300, 'e')});
+  std::size_t total = 0;
+  json request = json::object();
+  int pages = 0;
+  for (; pages < 100; ++pages) {
+    const auto reply = rig.ask("events", request, kOwner);
+    REQUIRE(outcome(reply) == "ok");
+    CHECK(reply.dump().size() < ar::proto::kMaxMessageBytes);
+    CHECK(reply["result"]["events"].size() <= 1000);
+    total += reply["result"]["events"].size();
+    if (!reply["result"].contains("next")) break;
+    request["after"] = reply["result"]["next"];
+  }
+  CHECK(total == 2501);  // and the registration's own
+  CHECK(pages > 3);      // 300-byte details: about 170 to a page
+}
+
+TEST_CASE("a registration's command line is bounded and stored details are cut",
+          "[service][limits]") {
+  ServiceRig rig;
+  auto fields = ServiceRig::registration("big");
+  fields["argv"] = {"srun", std::string(20000, 'a')};
+  const auto reply = rig.ask("register", fields, kOwner);
+  CHECK(outcome(reply) == "bad_request");
+  CHECK(reply["error"]["message"] ==
+        "fields 'argv' and 'cwd' hold 20008 bytes, more than the limit of 16384");
+  rig.put_step(ar::StepState::registered);
+  const auto step = rig.store->find("r", 0).value();
+  rig.store->add_event(step, {ar::EventKind::error, std::string(100000, 'd')});
+  const auto events = rig.store->events(std::nullopt, 0);
+  CHECK(events.back().detail.size() == ar::Store::kMaxDetailBytes);
+  CHECK(events.back().detail.ends_with("..."));
 }

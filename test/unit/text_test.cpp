@@ -19,3 +19,10 @@ TEST_CASE("printable escapes control characters and keeps other text", "[text]")
   CHECK(ar::printable("Grüße \xc2\xa0 ok") == "Grüße \xc2\xa0 ok");
   CHECK(ar::printable(std::string_view("a\0b", 3)) == "a\\x00b");
 }
+
+TEST_CASE("shortened cuts long text with a mark and never inside a character", "[text]") {
+  CHECK(ar::shortened("abcdef", 6) == "abcdef");
+  CHECK(ar::shortened("abcdefg", 6) == "abc...");
+  CHECK(ar::shortened("abcd\xc3\xa9xyz", 8) == "abcd...");  // the two-byte é is not split
+  CHECK(ar::shortened("abcdef", 2) == "...");
+}

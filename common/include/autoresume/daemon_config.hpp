@@ -48,6 +48,8 @@ struct DaemonConfig {
   // The longest a repair (node out, replacement, expansion) may take before
   // the step gets give_up.
   std::chrono::milliseconds repair_timeout{300'000};
+  // Decided steps and events older than this are forgotten (checked hourly).
+  std::chrono::milliseconds retention{30LL * 24 * 3600 * 1000};
   // A relaunch needs at least this much of the job's time limit left.
   std::chrono::milliseconds min_time_left{120'000};
   // provider=local: the command that starts a node's slurmd again, split on

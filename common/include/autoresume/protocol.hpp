@@ -77,6 +77,15 @@ inline constexpr std::size_t kMaxTextBytes = kMaxMessageBytes;
 inline constexpr std::size_t kMaxRunIdBytes = 128;
 inline constexpr std::size_t kMaxNodeNameBytes = 64;
 inline constexpr std::size_t kMaxReasonBytes = 256;
+// A registration's argv and cwd together (a relaunch needs them whole, so a
+// longer command line is refused, not cut).
+inline constexpr std::size_t kMaxCommandBytes = 16 * 1024;
+// What one status or events reply holds at most: rows up to this many
+// bytes (the rest comes with the `next` cursor), and rows per page.
+inline constexpr std::size_t kMaxListBytes = kMaxMessageBytes - 8 * 1024;
+inline constexpr std::uint32_t kMaxPageRows = 1000;
+inline constexpr std::uint32_t kDefaultStatusRows = 100;
+inline constexpr std::uint32_t kDefaultEventRows = 1000;
 
 struct HelloReply;
 struct RegisterReply;
@@ -134,6 +143,8 @@ struct StatusRequest {
   static constexpr const char* kOp = "status";
   using Reply = StatusReply;
   std::optional<std::uint32_t> job_id;  // only this job's steps
+  std::optional<std::uint32_t> limit;   // rows at most (1-kMaxPageRows)
+  std::optional<std::int64_t> before;   // a reply's `next`: the page after it
 
   json to_json() const;
   static StatusRequest from_json(const json& body);
@@ -152,6 +163,7 @@ struct StatusReply {
     static Step from_json(const json& item);
   };
   std::vector<Step> steps;
+  std::optional<std::int64_t> next;  // more steps: ask again with before=next
 
   json to_json() const;
   static StatusReply from_json(const json& result);
@@ -164,6 +176,8 @@ struct EventsRequest {
   // Unix seconds. Wider than the wire's unsigned 32 bits so that a client
   // sends what it was given and the server names what it refuses.
   std::optional<std::int64_t> since;
+  std::optional<std::uint32_t> limit;  // rows at most (1-kMaxPageRows)
+  std::optional<std::int64_t> after;   // a reply's `next`: the events after it
 
   json to_json() const;
   static EventsRequest from_json(const json& body);
@@ -182,6 +196,7 @@ struct EventsReply {
     static Event from_json(const json& item);
   };
   std::vector<Event> events;
+  std::optional<std::int64_t> next;  // more events: ask again with after=next
 
   json to_json() const;
   static EventsReply from_json(const json& result);

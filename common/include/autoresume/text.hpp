@@ -49,4 +49,13 @@ inline std::string printable(std::string_view text) {
   return out;
 }
 
+// `text` cut to at most `max_bytes` (at least 3), "..." marking a cut; a
+// cut never splits a UTF-8 character.
+inline std::string shortened(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  std::size_t keep = max_bytes < 3 ? 0 : max_bytes - 3;
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xc0) == 0x80) --keep;
+  return std::string(text.substr(0, keep)) + "...";
+}
+
 }  // namespace ar
