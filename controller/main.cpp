@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     ar::NodeKeeper keeper(store, config, slurm, clock, prober, runner);
     ar::Engine engine(store, config, keeper, slurm, clock, prober);
     ar::Service service(
-        store, slurm, clock, [&engine] { engine.wake(); }, &keeper);
+        store, slurm, clock, [&engine] { engine.wake(); }, &keeper, &config);
     ar::net::asio::io_context io;
     ar::net::asio::thread_pool workers(4);
     ar::Server server(io, workers, config.listen, service, config.munge_socket);

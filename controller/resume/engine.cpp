@@ -8,6 +8,7 @@
 #include "autoresume/resume.hpp"
 #include "autoresume/text.hpp"
 #include "log.hpp"
+#include "resume/deadline.hpp"
 #include "resume/detail.hpp"
 #include "slurm_adapter.hpp"  // hostlists
 
@@ -78,6 +79,16 @@ void Engine::tick() {
     log::warn("cannot prune the store: {}", e.what());
   }
   auto steps = store_.active_steps();
+  // Before anything that may fail: a repair ends within repair_timeout
+  // whether or not slurmctld answers.
+  std::erase_if(steps, [this](StoredStep& step) {
+    try {
+      return overdue(step);
+    } catch (const std::exception& e) {
+      log::warn("step {}: past its deadline: {}", key(step), e.what());
+      return false;
+    }
+  });
   NodeMap nodes;
   for (const auto& node : slurm_.load_nodes()) nodes[node.name] = &node;
   std::set<std::string> protected_nodes;
@@ -185,6 +196,23 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, co
       released.push_back(host);
   }
   return found;
+}
+
+bool Engine::overdue(StoredStep& step) {
+  const auto by = decide_by(step, config_);
+  if (!by || clock_.unix_now() <= *by) return false;
+  const bool repairing = step.state == StepState::repairing;
+  decide(step, Verdict::give_up, ar::overdue(step, config_));
+  // What is left of the step and the repair's helpers go, if slurmctld
+  // can be asked; the verdict stands either way.
+  try {
+    if (repairing) slurm_.kill_step(step.step.job_id, step.step.step_id);
+  } catch (const std::exception& e) {
+    log::warn("step {}: cannot cancel step {}.{}: {}", key(step), step.step.job_id,
+              step.step.step_id, e.what());
+  }
+  if (repairing) cancel_helpers(step);
+  return true;
 }
 
 void Engine::advance(StoredStep& step, const NodeMap& nodes) {

@@ -63,6 +63,8 @@ class Engine {
   static constexpr std::chrono::hours kPruneEvery{1};
   void probe(const std::vector<StoredStep>& steps, const NodeMap& nodes);
   void advance(StoredStep& step, const NodeMap& nodes);
+  // A step past its decide_by gets give_up; false if it is not.
+  bool overdue(StoredStep& step);
   // Nodes of the step at fault now, with why; records them for the repair.
   // `released` gets the step's nodes that left the job healthy (the job
   // was shrunk under the step).

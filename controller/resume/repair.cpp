@@ -18,15 +18,6 @@ namespace ar {
 using namespace resume_detail;  // NOLINT: the engine's own helpers
 
 void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
-  const auto started = step.repair.value("started_at", clock_.unix_now());
-  // The backoff after the expansion is not part of the repair.
-  if (step.phase != RepairPhase::expanded &&
-      clock_.unix_now() - started > whole_seconds(config_.repair_timeout)) {
-    decide(step, Verdict::give_up,
-           fmt::format("the repair did not finish within repair_timeout={} s (it got to '{}')",
-                       whole_seconds(config_.repair_timeout), name_of(step.phase)));
-    return;
-  }
   if (step.phase == RepairPhase::detected && (!check_policy(step, job) || !take_out(step, job)))
     return;
   if (step.phase == RepairPhase::node_out && !replace(step, job, nodes)) return;

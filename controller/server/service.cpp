@@ -7,6 +7,8 @@
 
 #include "autoresume/text.hpp"
 #include "autoresume/version.hpp"
+#include "log.hpp"
+#include "resume/deadline.hpp"
 
 namespace ar {
 
@@ -15,8 +17,13 @@ using proto::ProtocolError;
 namespace code = proto::code;
 
 Service::Service(Store& store, slurm::SlurmApi& slurm, const Clock& clock,
-                 std::function<void()> wake, NodeKeeper* keeper)
-    : store_(store), slurm_(slurm), clock_(clock), wake_(std::move(wake)), keeper_(keeper) {}
+                 std::function<void()> wake, NodeKeeper* keeper, const DaemonConfig* config)
+    : store_(store),
+      slurm_(slurm),
+      clock_(clock),
+      wake_(std::move(wake)),
+      keeper_(keeper),
+      config_(config) {}
 
 bool Service::privileged(uid_t caller) {
   if (caller == 0) return true;
@@ -274,6 +281,21 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
   proto::VerdictReply reply;
   reply.run_id = step.step.run_id;
   reply.attempt = step.step.attempt;
+  if (const auto by = config_ != nullptr ? decide_by(step, *config_) : std::nullopt;
+      by && clock_.unix_now() > *by) {
+    // The engine should have decided by now; srun hears give_up whether or
+    // not it can be stored.
+    step.state = StepState::decided;
+    step.verdict = Verdict::give_up;
+    step.message = overdue(step, *config_);
+    try {
+      store_.save(step, EventSpec{EventKind::give_up, step.message});
+    } catch (const std::exception& e) {
+      log::warn("step {}#{}: cannot store its give_up: {}", step.step.run_id, step.step.attempt,
+                e.what());
+    }
+    wake_();
+  }
   if (step.state == StepState::decided) {
     reply.verdict = step.verdict;
     reply.message = step.message;

@@ -26,8 +26,10 @@ class Service {
   // agents' heartbeats and admins' replacements; without it those ops
   // answer `unavailable`. Requests are served by several threads: `slurm`
   // must take load_job, slurm_user_uid and cancel_job from any of them.
+  // With `config`, a step past its deadline (resume/deadline.hpp) is
+  // answered give_up even when neither the engine nor the store can act.
   Service(Store& store, slurm::SlurmApi& slurm, const Clock& clock, std::function<void()> wake,
-          NodeKeeper* keeper = nullptr);
+          NodeKeeper* keeper = nullptr, const DaemonConfig* config = nullptr);
 
   // The reply line (newline included) for `request` from `caller`.
   std::string handle(const proto::Request& request, uid_t caller);
@@ -60,6 +62,7 @@ class Service {
   const Clock& clock_;
   std::function<void()> wake_;
   NodeKeeper* keeper_;
+  const DaemonConfig* config_;
   std::mutex mutex_;  // guards slurm_user_: requests are served by several threads
   std::optional<uid_t> slurm_user_;
   std::string lookup_error_;  // why slurmctld could not say who SlurmUser is

@@ -197,3 +197,23 @@ TEST_CASE("decided steps and events older than retention are forgotten", "[engin
   CHECK_FALSE(rig.store->find("r", 0));
   CHECK(rig.store->events(std::nullopt, 0).empty());
 }
+
+TEST_CASE("a repair ends within repair_timeout while slurmctld cannot be asked",
+          "[engine][limits]") {
+  Rig rig(4);  // no idle node: the repair waits at node_out
+  rig.config.repair_timeout = 60s;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::node_out);
+  rig.slurm.reachable = false;  // every tick fails once it asks for the nodes
+  rig.clock.advance(30s);
+  CHECK_THROWS(rig.engine->tick());
+  CHECK(rig.step().state == StepState::repairing);
+  rig.clock.advance(31s);
+  CHECK_THROWS(rig.engine->tick());
+  CHECK(rig.step().verdict == Verdict::give_up);
+  CHECK(rig.step().message ==
+        "the repair did not finish within repair_timeout=60 s (it got to "
+        "'node_out')");
+}

@@ -39,7 +39,7 @@ struct ServiceRig : ar::test::Fakes {
     store = std::make_unique<ar::Store>(dir.path, clock);
     keeper = std::make_unique<ar::NodeKeeper>(*store, config, slurm, clock, prober, runner);
     service = std::make_unique<ar::Service>(
-        *store, slurm, clock, [this] { ++wakes; }, keeper.get());
+        *store, slurm, clock, [this] { ++wakes; }, keeper.get(), &config);
     // The keeper has looked once: heartbeats for known nodes are taken.
     ar::NodeKeeper::NodeMap nodes;
     for (const auto& n : slurm.load_nodes()) nodes[n.name] = &n;
@@ -363,4 +363,27 @@ TEST_CASE("a registration's command line is bounded and stored details are cut",
   const auto events = rig.store->events(std::nullopt, 0);
   CHECK(events.back().detail.size() == ar::Store::kMaxDetailBytes);
   CHECK(events.back().detail.ends_with("..."));
+}
+
+TEST_CASE("a step past its deadline is answered give_up by the server when nothing else acts",
+          "[service][limits]") {
+  // No engine runs here: the server alone must end srun's wait.
+  for (const auto state : {ar::StepState::repairing, ar::StepState::ended}) {
+    ServiceRig rig;
+    rig.config.repair_timeout = 60s;
+    rig.put_step(state);
+    if (state == ar::StepState::repairing) {
+      auto step = rig.store->find("r", 0).value();
+      step.repair["started_at"] = rig.clock.unix_now();
+      REQUIRE(rig.store->save(step, std::nullopt));
+    }
+    rig.clock.advance(30s);
+    CHECK(rig.ask("verdict", fields_of("verdict"), kOwner)["result"]["verdict"] == "wait");
+    rig.clock.advance(40s);
+    const auto reply = rig.ask("verdict", fields_of("verdict"), kOwner);
+    CHECK(reply["result"]["verdict"] == "give_up");
+    CHECK(reply["result"]["message"].get<std::string>().find("repair_timeout=60 s") !=
+          std::string::npos);
+    CHECK(rig.store->find("r", 0)->verdict == ar::Verdict::give_up);
+  }
 }

@@ -1,0 +1,49 @@
+#pragma once
+// When a protected step that is not decided yet must be, whatever else
+// fails (slurmctld away, the store full): the engine decides give_up then,
+// and the server answers give_up from that moment even if it cannot be
+// stored.
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "autoresume/daemon_config.hpp"
+#include "store/store.hpp"
+
+namespace ar {
+
+// Unix seconds: a repair's start plus repair_timeout (plus the longest
+// backoff once the job is expanded: the backoff is not part of the repair),
+// or an ended step's end plus end_window plus repair_timeout; nothing while
+// the step runs or once it is decided.
+inline std::optional<std::int64_t> decide_by(const StoredStep& step, const DaemonConfig& config) {
+  auto seconds = [](std::chrono::milliseconds ms) { return (ms.count() + 999) / 1000; };
+  if (step.state == StepState::repairing) {
+    if (!step.repair.contains("started_at")) return std::nullopt;
+    const auto started = step.repair["started_at"].get<std::int64_t>();
+    return started + seconds(config.repair_timeout) +
+           (step.phase == RepairPhase::expanded ? seconds(DaemonConfig::kMaxBackoff) : 0);
+  }
+  if (step.state == StepState::ended)
+    return step.ended_at + seconds(config.end_window) + seconds(config.repair_timeout);
+  return std::nullopt;
+}
+
+// The give_up message of a step past decide_by.
+inline std::string overdue(const StoredStep& step, const DaemonConfig& config) {
+  auto seconds = [](std::chrono::milliseconds ms) { return (ms.count() + 999) / 1000; };
+  if (step.state == StepState::ended)
+    return fmt::format(
+        "no verdict within end_window={} s and repair_timeout={} s of the step's end (slurmctld "
+        "or the controller's store failed meanwhile)",
+        seconds(config.end_window), seconds(config.repair_timeout));
+  return fmt::format("the repair did not finish within repair_timeout={} s (it got to '{}')",
+                     seconds(config.repair_timeout), name_of(step.phase));
+}
+
+}  // namespace ar
