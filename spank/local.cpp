@@ -84,9 +84,12 @@ std::string new_run_id(std::uint32_t job_id, std::uint32_t step_id) {
   return std::to_string(job_id) + "." + std::to_string(step_id) + "-" + suffix;
 }
 
-// Registers the step; returns nothing on success, or why it is unprotected.
-std::optional<std::string> register_step(const PluginConfig& config,
-                                         const proto::RegisterRequest& step) {
+// One try to register the step: nothing on success (a `duplicate` reply
+// too: an earlier try got through), or why it is unprotected. `no_reply`:
+// the controller may have registered it all the same.
+std::optional<std::string> try_register(const PluginConfig& config,
+                                        const proto::RegisterRequest& step, bool& no_reply) {
+  no_reply = false;
   const auto where = "the controller at " + config.controller.str();
   try {
     const auto cred = munge_encode_credential(config.munge_socket,
@@ -97,12 +100,28 @@ std::optional<std::string> register_step(const PluginConfig& config,
     proto::RegisterReply::from_json(reply.result);  // only that it is well-formed matters
     return std::nullopt;
   } catch (const ClientError& e) {
+    no_reply = true;
     return where + " cannot be reached (" + e.what() + ")";
   } catch (const proto::ProtocolError& e) {
     return where + " sent a malformed reply (" + e.what() + ")";
   } catch (const MungeError& e) {
     return std::string("no munge credential (") + e.what() + ")";
   }
+}
+
+// Registers the step, trying once more when no reply came (a timeout, a
+// lost connection): the controller answers a repeat `duplicate`, and a
+// fresh credential each try. Nothing on success, or why it is unprotected.
+std::optional<std::string> register_step(const PluginConfig& config,
+                                         const proto::RegisterRequest& step) {
+  bool no_reply = false;
+  auto why = try_register(config, step, no_reply);
+  if (why && no_reply) {
+    slurm_verbose("%s: registering step %u.%u again: %s", kTag, step.job_id, step.step_id,
+                  why->c_str());
+    why = try_register(config, step, no_reply);
+  }
+  return why;
 }
 
 }  // namespace
