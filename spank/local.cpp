@@ -3,7 +3,7 @@
 // auto-resume. When the controller cannot protect the step, say so once; with
 // required=1 the step does not run: this hook fails (which stops srun under
 // a `required` plugstack line) and the nodes refuse its tasks, which lack
-// AUTO_RESUME=1 (remote.cpp: Slurm ignores this failure under an `optional`
+// the variables (remote.cpp: Slurm ignores this failure under an `optional`
 // line).
 
 #include <signal.h>
@@ -56,6 +56,7 @@ void export_task_env(const proto::RegisterRequest& step,
   setenv(kAttemptVariable, std::to_string(step.attempt).c_str(), 1);
   setenv(kRunIdVariable, step.run_id.c_str(), 1);
   setenv(kTaskFlagVariable, "1", 1);
+  setenv(kRegisteredVariable, step.run_id.c_str(), 1);
 }
 
 std::vector<std::string> own_argv() {
@@ -183,8 +184,10 @@ int local_user_init(spank_t sp) {
   auto& st = state();
   // An outer flagged step's values must not leak into this one, and a
   // flagged step's tasks get them only once it is registered: the nodes
-  // let a task of a required=1 step start only with AUTO_RESUME=1.
-  for (const auto* name : {kTaskFlagVariable, kAttemptVariable, kRunIdVariable}) unsetenv(name);
+  // let a task of a required=1 step start only with kRegisteredVariable.
+  for (const auto* name :
+       {kTaskFlagVariable, kAttemptVariable, kRunIdVariable, kRegisteredVariable})
+    unsetenv(name);
   if (!st.enabled()) return ESPANK_SUCCESS;
 
   std::uint32_t job_id = 0;

@@ -32,10 +32,11 @@ int remote_task_init(spank_t sp) {
     step_id = 0;  // unknown: checked like a step of srun's
   if (step_id > SLURM_MAX_NORMAL_STEP_ID) return ESPANK_SUCCESS;
 
-  char flag[16] = "";
-  const bool has_flag = spank_getenv(sp, kTaskFlagVariable, flag, sizeof flag) == ESPANK_SUCCESS;
+  char run_id[256] = "";
+  const bool registered =
+      spank_getenv(sp, kRegisteredVariable, run_id, sizeof run_id) == ESPANK_SUCCESS;
   const auto why =
-      task_refusal(asked, st.config.required, st.config_error, has_flag ? flag : nullptr);
+      task_refusal(asked, st.config.required, st.config_error, registered ? run_id : nullptr);
   if (!why) return ESPANK_SUCCESS;
 
   std::uint32_t task_id = 0;

@@ -85,6 +85,18 @@ MASTER_PORT=4242 salloc -N1 srun --auto-resume=1 printenv MASTER_PORT >env3.out 
 assert_eq "$(cat env3.out)" 4242 "a MASTER_PORT the user set"
 srun -N1 printenv NODE_LIST >env4.out 2>/dev/null || true
 assert_eq "$(cat env4.out)" "" "NODE_LIST in a plain step"
+# required=1 under an optional line, the controller up: a registered step
+# runs, also under srun --export=NONE (which keeps AUTO_RESUME from its tasks:
+# the nodes go by a SLURM_* marker, which Slurm always passes).
+PLUGSTACK_LINE=optional set_plugstack "controller=$AUTO_RESUME_CONTROLLER connect_timeout=1 required=1"
+rm -f ran
+salloc -N1 srun --auto-resume=1 --export=NONE /usr/bin/touch "$WORK/ran" 2>export.err ||
+  fail "a registered step under srun --export=NONE with required=1 failed: $(cat export.err)"
+[[ -e ran ]] || fail "the task of a registered step under srun --export=NONE did not run"
+salloc -N1 srun --auto-resume=1 printenv AUTO_RESUME >req_up.out 2>req_up.err ||
+  fail "a registered step with required=1 failed: $(cat req_up.err)"
+assert_eq "$(cat req_up.out)" 1 "AUTO_RESUME of a registered step with required=1"
+set_plugstack "controller=$AUTO_RESUME_CONTROLLER connect_timeout=1"
 # One that does not answer within connect_timeout: the step runs, unprotected.
 kill -STOP "$CONTROLLER_PID"
 salloc -N1 srun --auto-resume=1 true 2>stopped.err || fail "flagged srun failed with a hung controller"

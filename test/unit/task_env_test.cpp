@@ -23,8 +23,9 @@ TEST_CASE("a task of a step that asked for auto-resume starts only as plugstack.
   using ar::task_refusal;
   // Not asked: whatever else holds.
   CHECK_FALSE(task_refusal(false, true, "bad line", nullptr));
-  // Asked, registered (srun set the flag), or required=0: it starts.
-  CHECK_FALSE(task_refusal(true, true, "", "1"));
+  // Asked, registered (srun set the marker to the run id), or required=0:
+  // it starts.
+  CHECK_FALSE(task_refusal(true, true, "", "12.0-0a1b2c3d"));
   CHECK_FALSE(task_refusal(true, false, "", nullptr));
   CHECK_FALSE(task_refusal(true, false, "", "1"));
   // Asked, required=1, not registered: refused, saying why.
@@ -32,7 +33,6 @@ TEST_CASE("a task of a step that asked for auto-resume starts only as plugstack.
   REQUIRE(unregistered);
   CHECK_THAT(*unregistered, Catch::Matchers::Contains("required=1") &&
                                 Catch::Matchers::Contains("did not register"));
-  CHECK(task_refusal(true, true, "", "0"));
   CHECK(task_refusal(true, true, "", ""));
   // Asked under a bad plugstack line: refused, naming the error.
   const auto bad = task_refusal(true, false, "unknown plugstack.conf argument 'socket'", "1");
