@@ -257,6 +257,13 @@ long long whole_seconds(SteadyClock::duration d) {
   return static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(d).count());
 }
 
+// A setting in seconds as the plugstack line gives it ("600", "2.5").
+std::string setting_text(std::chrono::milliseconds d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", static_cast<double>(d.count()) / 1000.0);
+  return text;
+}
+
 // srun's wait for the verdict after its protected step ended, within the
 // plugstack line's limits: verdict_timeout in all, unreachable_timeout
 // without an answer, and no call past either (each call gets what is left,
@@ -283,10 +290,10 @@ class EndedWait {
       } catch (const std::exception& e) {
         const auto silent = SteadyClock::now() - last_answer_;
         if (silent >= config_.unreachable_timeout) {
-          say("no answer from the controller at %s for %lld s (%s; unreachable_timeout=%lld s); "
+          say("no answer from the controller at %s for %lld s (%s; unreachable_timeout=%s s); "
               "not relaunching step %u.%u, which keeps its own exit status",
               config_.controller.str().c_str(), whole_seconds(silent), e.what(),
-              whole_seconds(config_.unreachable_timeout), step_.job_id, step_.step_id);
+              setting_text(config_.unreachable_timeout).c_str(), step_.job_id, step_.step_id);
           return ESPANK_SUCCESS;
         }
         if (!said_unreachable_) {
@@ -340,10 +347,10 @@ class EndedWait {
     const auto waited = SteadyClock::now() - started_;
     const std::string reason = "srun stopped waiting for the verdict after " +
                                std::to_string(whole_seconds(waited)) + " s (verdict_timeout)";
-    say("no verdict from the controller at %s within verdict_timeout=%lld s; not relaunching "
+    say("no verdict from the controller at %s within verdict_timeout=%s s; not relaunching "
         "step %u.%u, which keeps its own exit status",
-        config_.controller.str().c_str(), whole_seconds(config_.verdict_timeout), step_.job_id,
-        step_.step_id);
+        config_.controller.str().c_str(), setting_text(config_.verdict_timeout).c_str(),
+        step_.job_id, step_.step_id);
     try {
       ask(config_, proto::CancelRequest{step_.run_id, step_.attempt, reason});
     } catch (const std::exception& e) {
