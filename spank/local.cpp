@@ -1,7 +1,10 @@
-// srun side (local context): tell the step's tasks whether they run with
-// auto-resume, and register a flagged step with the controller, once per
-// srun. When the controller cannot protect the step, say so once (or fail
-// the step before its tasks start, if plugstack.conf says required=1).
+// srun side (local context): register a flagged step with the controller,
+// once per srun, and only then tell the step's tasks that they run with
+// auto-resume. When the controller cannot protect the step, say so once; with
+// required=1 the step does not run: this hook fails (which stops srun under
+// a `required` plugstack line) and the nodes refuse its tasks, which lack
+// the variables (remote.cpp: Slurm ignores this failure under an `optional`
+// line).
 
 #include <signal.h>
 #include <unistd.h>
@@ -10,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,31 +29,34 @@ namespace ar::spank {
 
 namespace {
 
-// What a step's tasks see. srun passes its own environment, as it stands
-// after this hook, to the tasks; the environment of a batch script is not
-// touched.
-constexpr const char* kTaskFlagVariable = "AUTO_RESUME";
-constexpr const char* kAttemptVariable = "AUTO_RESUME_ATTEMPT";
-constexpr const char* kRunIdVariable = "AUTO_RESUME_RUN_ID";
-
-// NODE_LIST (the allocation's hosts, comma-separated), MASTER_ADDR (the first
-// node's NodeAddr: node names need not resolve) and, unless the user set one,
-// MASTER_PORT: resolved once here instead of by every task. Returns the
-// allocation's node list, or the environment's when slurmctld cannot say.
-std::string export_allocation(std::uint32_t job_id, std::uint32_t attempt) {
+// The live allocation, for the tasks' NODE_LIST, MASTER_ADDR and MASTER_PORT
+// (resolved once here instead of by every task), or nothing, with a
+// warning, when slurmctld cannot say.
+std::optional<Allocation> live_allocation(std::uint32_t job_id) {
   try {
-    const auto allocation = load_allocation(job_id);
-    setenv("NODE_LIST", comma_list(allocation.hosts).c_str(), 1);
-    setenv("MASTER_ADDR", allocation.first_address.c_str(), 1);
-    setenv("MASTER_PORT", std::to_string(default_master_port(job_id, attempt)).c_str(),
-           /*overwrite=*/0);
-    return allocation.nodelist;
+    return load_allocation(job_id);
   } catch (const std::exception& e) {
     slurm_spank_log("%s: warning: NODE_LIST and MASTER_ADDR are not set for job %u: %s", kTag,
                     job_id, e.what());
-    const char* nodelist = std::getenv("SLURM_JOB_NODELIST");
-    return nodelist != nullptr ? nodelist : "";
+    return std::nullopt;
   }
+}
+
+// What the tasks of a registered step see. srun passes its own environment,
+// as it stands after this hook, to the tasks; the environment of a batch
+// script is not touched. MASTER_PORT stays as the user set it.
+void export_task_env(const proto::RegisterRequest& step,
+                     const std::optional<Allocation>& allocation) {
+  if (allocation) {
+    setenv("NODE_LIST", comma_list(allocation->hosts).c_str(), 1);
+    setenv("MASTER_ADDR", allocation->first_address.c_str(), 1);
+    setenv("MASTER_PORT", std::to_string(default_master_port(step.job_id, step.attempt)).c_str(),
+           /*overwrite=*/0);
+  }
+  setenv(kAttemptVariable, std::to_string(step.attempt).c_str(), 1);
+  setenv(kRunIdVariable, step.run_id.c_str(), 1);
+  setenv(kTaskFlagVariable, "1", 1);
+  setenv(kRegisteredVariable, step.run_id.c_str(), 1);
 }
 
 std::vector<std::string> own_argv() {
@@ -78,9 +85,12 @@ std::string new_run_id(std::uint32_t job_id, std::uint32_t step_id) {
   return std::to_string(job_id) + "." + std::to_string(step_id) + "-" + suffix;
 }
 
-// Registers the step; returns nothing on success, or why it is unprotected.
-std::optional<std::string> register_step(const PluginConfig& config,
-                                         const proto::RegisterRequest& step) {
+// One try to register the step: nothing on success (a `duplicate` reply
+// too: an earlier try got through), or why it is unprotected. `no_reply`:
+// the controller may have registered it all the same.
+std::optional<std::string> try_register(const PluginConfig& config,
+                                        const proto::RegisterRequest& step, bool& no_reply) {
+  no_reply = false;
   const auto where = "the controller at " + config.controller.str();
   try {
     const auto cred = munge_encode_credential(config.munge_socket,
@@ -91,12 +101,28 @@ std::optional<std::string> register_step(const PluginConfig& config,
     proto::RegisterReply::from_json(reply.result);  // only that it is well-formed matters
     return std::nullopt;
   } catch (const ClientError& e) {
+    no_reply = true;
     return where + " cannot be reached (" + e.what() + ")";
   } catch (const proto::ProtocolError& e) {
     return where + " sent a malformed reply (" + e.what() + ")";
   } catch (const MungeError& e) {
     return std::string("no munge credential (") + e.what() + ")";
   }
+}
+
+// Registers the step, trying once more when no reply came (a timeout, a
+// lost connection): the controller answers a repeat `duplicate`, and a
+// fresh credential each try. Nothing on success, or why it is unprotected.
+std::optional<std::string> register_step(const PluginConfig& config,
+                                         const proto::RegisterRequest& step) {
+  bool no_reply = false;
+  auto why = try_register(config, step, no_reply);
+  if (why && no_reply) {
+    slurm_verbose("%s: registering step %u.%u again: %s", kTag, step.job_id, step.step_id,
+                  why->c_str());
+    why = try_register(config, step, no_reply);
+  }
+  return why;
 }
 
 }  // namespace
@@ -118,35 +144,67 @@ void local_init() {
   }
 }
 
-int local_user_init(spank_t sp) {
-  auto& st = state();
-  if (!st.enabled()) {
-    // An outer flagged step's values must not leak into this one.
-    for (const auto* name : {kTaskFlagVariable, kAttemptVariable, kRunIdVariable}) unsetenv(name);
-    return ESPANK_SUCCESS;
-  }
+namespace {
 
+// The step's request, with a new run or the relaunched one's; `own_master_port`
+// says whether the plugin picks MASTER_PORT.
+proto::RegisterRequest describe_step(std::uint32_t job_id, std::uint32_t step_id,
+                                     const std::optional<RelaunchMarker>& marker,
+                                     bool& own_master_port) {
   proto::RegisterRequest step;
-  if (spank_get_item(sp, S_JOB_ID, &step.job_id) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_STEPID, &step.step_id) != ESPANK_SUCCESS) {
-    slurm_error("%s: cannot read this step's job and step id", kTag);
-    return kFailure;
-  }
+  step.job_id = job_id;
+  step.step_id = step_id;
   // A relaunch carries the run on; a marker from another job (an exported
   // environment) starts a new run.
-  const auto& marker = st.relaunch;
-  const bool continues = marker && marker->run_id.starts_with(std::to_string(step.job_id) + ".");
-  step.run_id = continues ? marker->run_id : new_run_id(step.job_id, step.step_id);
+  const bool continues = marker && marker->run_id.starts_with(std::to_string(job_id) + ".");
+  step.run_id = continues ? marker->run_id : new_run_id(job_id, step_id);
   step.attempt = continues ? marker->attempt : 0;
   step.argv = own_argv();
   step.cwd = current_dir();
-  const bool own_master_port =
-      continues ? marker->own_master_port : std::getenv("MASTER_PORT") == nullptr;
-  step.nodelist = export_allocation(step.job_id, step.attempt);
+  own_master_port = continues ? marker->own_master_port : std::getenv("MASTER_PORT") == nullptr;
+  return step;
+}
 
-  setenv(kTaskFlagVariable, "1", 1);
-  setenv(kAttemptVariable, std::to_string(step.attempt).c_str(), 1);
-  setenv(kRunIdVariable, step.run_id.c_str(), 1);
+void protect(const PluginConfig& config, const proto::RegisterRequest& step, bool own_master_port) {
+  slurm_verbose("%s: step %u.%u is protected (run %s, attempt %u)", kTag, step.job_id, step.step_id,
+                step.run_id.c_str(), step.attempt);
+  auto& protected_step = state().protected_step.emplace();
+  protected_step.job_id = step.job_id;
+  protected_step.step_id = step.step_id;
+  protected_step.run_id = step.run_id;
+  protected_step.attempt = step.attempt;
+  protected_step.argv = step.argv;
+  protected_step.own_master_port = own_master_port;
+  start_watcher(config, protected_step);
+}
+
+}  // namespace
+
+int local_user_init(spank_t sp) {
+  auto& st = state();
+  // An outer flagged step's values must not leak into this one, and a
+  // flagged step's tasks get them only once it is registered: the nodes
+  // let a task of a required=1 step start only with kRegisteredVariable.
+  for (const auto* name :
+       {kTaskFlagVariable, kAttemptVariable, kRunIdVariable, kRegisteredVariable})
+    unsetenv(name);
+  if (!st.enabled()) return ESPANK_SUCCESS;
+
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS) {
+    slurm_error("%s: cannot read this step's job and step id", kTag);
+    return kFailure;
+  }
+  bool own_master_port = false;
+  auto step = describe_step(job_id, step_id, st.relaunch, own_master_port);
+  const auto allocation = live_allocation(job_id);
+  if (allocation) {
+    step.nodelist = allocation->nodelist;
+  } else if (const char* nodelist = std::getenv("SLURM_JOB_NODELIST")) {
+    step.nodelist = nodelist;
+  }
 
   const auto unprotected =
       st.inside_allocation
@@ -155,16 +213,8 @@ int local_user_init(spank_t sp) {
                 "this srun made its own allocation, which ends with it, so the step cannot be "
                 "relaunched (run it inside sbatch or salloc)");
   if (!unprotected) {
-    slurm_verbose("%s: step %u.%u is protected (run %s, attempt %u)", kTag, step.job_id,
-                  step.step_id, step.run_id.c_str(), step.attempt);
-    auto& protected_step = state().protected_step.emplace();
-    protected_step.job_id = step.job_id;
-    protected_step.step_id = step.step_id;
-    protected_step.run_id = step.run_id;
-    protected_step.attempt = step.attempt;
-    protected_step.argv = step.argv;
-    protected_step.own_master_port = own_master_port;
-    start_watcher(st.config, protected_step);
+    export_task_env(step, allocation);
+    protect(st.config, step, own_master_port);
     return ESPANK_SUCCESS;
   }
   if (st.config.required) {

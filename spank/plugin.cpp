@@ -50,9 +50,18 @@ int guarded(const char* hook, Body&& body) noexcept {
 
 // Called by Slurm for `--auto-resume=VALUE`, possibly more than once (from
 // the job's environment, then from the command line): the last value wins.
-int option_callback(int /*val*/, const char* optarg, int /*remote*/) noexcept {
+// Slurm honours a failing option callback even for an `optional` plugstack
+// line: srun, sbatch and salloc stop there. On the node (remote) the value
+// is only recorded: remote_task_init acts on it.
+int option_callback(int /*val*/, const char* optarg, int remote) noexcept {
   return guarded("the option callback", [&]() -> int {
-    state().auto_resume = parse_auto_resume(optarg);
+    auto& st = state();
+    st.auto_resume = parse_auto_resume(optarg);
+    if (*st.auto_resume && !st.config_error.empty() && remote == 0) {
+      slurm_error("%s: --%s=1 cannot be honoured: bad plugstack.conf line: %s", kTag,
+                  ar::kOptionName, st.config_error.c_str());
+      return kFailure;
+    }
     return ESPANK_SUCCESS;
   });
 }
@@ -76,7 +85,16 @@ AR_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
     const auto ctx = spank_context();
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return ESPANK_SUCCESS;
     std::vector<std::string> args(av, av + ac);
-    state().config = ar::parse_plugin_config(args);
+    // A bad line still registers the option, so that --auto-resume=1 fails
+    // (option_callback) instead of being unknown to a command of a job
+    // that asked for it through the environment.
+    try {
+      state().config = ar::parse_plugin_config(args);
+    } catch (const ar::ConfigError& e) {
+      state().config_error = e.what();
+      slurm_error("%s: bad plugstack.conf line: %s; --%s=1 fails until it is fixed", kTag, e.what(),
+                  ar::kOptionName);
+    }
     // Read before srun allocates anything (it then sets SLURM_JOB_ID itself).
     if (ctx == S_CTX_LOCAL) {
       state().inside_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
@@ -86,12 +104,18 @@ AR_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
       slurm_error("%s: cannot register --%s: %s", kTag, ar::kOptionName, spank_strerror(rc));
       return kFailure;
     }
-    return ESPANK_SUCCESS;
+    return state().config_error.empty() ? ESPANK_SUCCESS : kFailure;
   });
 }
 
 AR_EXPORT int slurm_spank_local_user_init(spank_t sp, int, char**) {
   return guarded("slurm_spank_local_user_init", [&]() -> int { return local_user_init(sp); });
+}
+
+AR_EXPORT int slurm_spank_task_init(spank_t sp, int, char**) {
+  return guarded("slurm_spank_task_init", [&]() -> int {
+    return spank_context() == S_CTX_REMOTE ? remote_task_init(sp) : ESPANK_SUCCESS;
+  });
 }
 
 AR_EXPORT int slurm_spank_exit(spank_t, int, char**) {

@@ -39,6 +39,10 @@ class VerdictWatcher;
 
 struct PluginState {
   PluginConfig config;
+  // Why plugstack.conf's arguments were refused; empty when they were not.
+  // Plain commands still run under an `optional` line (Slurm ignores the
+  // failed init); --auto-resume=1 does not.
+  std::string config_error;
   // The last --auto-resume value Slurm handed to the option callback: from
   // the job's environment (an sbatch/salloc option) first, then from srun's
   // own command line, so the command line wins.
@@ -67,6 +71,10 @@ PluginState& state();
 void local_init();
 int local_user_init(spank_t sp);
 int local_exit();
+
+// slurmstepd (remote context): stops a task before its program starts
+// when its step asked for auto-resume and cannot have it (task_refusal).
+int remote_task_init(spank_t sp);
 
 // Asks the controller for the step's verdict every second while it runs, so
 // that a relaunch decided during the step (srun may wait a long time for a

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -36,11 +37,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
+using SteadyClock = std::chrono::steady_clock;
+
 // How often srun asks while the step runs, and while it waits after the end.
 constexpr auto kRunningPoll = 1000ms;
 constexpr auto kEndedPoll = 500ms;
-// How long srun keeps asking a controller that does not answer.
-constexpr auto kUnreachableLimit = 300s;
 
 // One line on srun's stderr, like srun's own messages, its control
 // characters escaped (it carries the controller's words). Safe from any
@@ -250,6 +251,126 @@ void start_watcher(const PluginConfig& config, const ProtectedStep& step) {
   _exit(kExitCancelled);
 }
 
+namespace {
+
+long long whole_seconds(SteadyClock::duration d) {
+  return static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(d).count());
+}
+
+// A setting in seconds as the plugstack line gives it ("600", "2.5").
+std::string setting_text(std::chrono::milliseconds d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", static_cast<double>(d.count()) / 1000.0);
+  return text;
+}
+
+// srun's wait for the verdict after its protected step ended, within the
+// plugstack line's limits: verdict_timeout in all, unreachable_timeout
+// without an answer, and no call past either (each call gets what is left,
+// at most connect_timeout). At a limit srun stops waiting, says why, and
+// keeps the step's own exit status.
+class EndedWait {
+ public:
+  EndedWait(const PluginConfig& config, const ProtectedStep& step, const sigset_t& stop_signals)
+      : config_(config), step_(step), stop_signals_(stop_signals) {}
+
+  // ESPANK_SUCCESS: srun ends with the step's status; kFailure: a relaunch
+  // failed. Does not return on a final verdict or a stop signal.
+  int run() {
+    say("step %u.%u ended; waiting for the controller's verdict (run %s, attempt %u)", step_.job_id,
+        step_.step_id, step_.run_id.c_str(), step_.attempt);
+    for (;;) {
+      const auto now = SteadyClock::now();
+      if (now >= deadline_) return stop_at_limit();
+      try {
+        const auto answer = ask_verdict(call_config(now), step_, true);
+        last_answer_ = SteadyClock::now();
+        said_unreachable_ = false;
+        if (const auto rc = act_on(answer)) return *rc;
+      } catch (const std::exception& e) {
+        const auto silent = SteadyClock::now() - last_answer_;
+        if (silent >= config_.unreachable_timeout) {
+          say("no answer from the controller at %s for %lld s (%s; unreachable_timeout=%s s); "
+              "not relaunching step %u.%u, which keeps its own exit status",
+              config_.controller.str().c_str(), whole_seconds(silent), e.what(),
+              setting_text(config_.unreachable_timeout).c_str(), step_.job_id, step_.step_id);
+          return ESPANK_SUCCESS;
+        }
+        if (!said_unreachable_) {
+          say("cannot ask the controller at %s (%s); trying again",
+              config_.controller.str().c_str(), e.what());
+          said_unreachable_ = true;
+        }
+      }
+      const timespec wait{0,
+                          std::chrono::duration_cast<std::chrono::nanoseconds>(kEndedPoll).count()};
+      if (const int sig = sigtimedwait(&stop_signals_, nullptr, &wait); sig > 0)
+        stop_waiting(config_, step_, sig);
+    }
+  }
+
+ private:
+  // The config for one call: its timeout within what is left of both limits.
+  PluginConfig call_config(SteadyClock::time_point now) const {
+    auto call = config_;
+    const auto left = std::min(deadline_, last_answer_ + config_.unreachable_timeout) - now;
+    const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(left);
+    call.connect_timeout =
+        std::clamp(left_ms, std::chrono::milliseconds{100}, config_.connect_timeout);
+    return call;
+  }
+
+  // What srun does on an answer: a status to return, or nothing to ask again.
+  std::optional<int> act_on(const Answer& answer) {
+    if (answer.verdict == Verdict::relaunch) {
+      // Ctrl-C that came with the verdict still means stop.
+      const timespec now{0, 0};
+      if (const int sig = sigtimedwait(&stop_signals_, nullptr, &now); sig > 0)
+        stop_waiting(config_, step_, sig);
+      relaunch(step_, answer.relaunch);
+      return kFailure;
+    }
+    if (answer.verdict == Verdict::no_fault) return ESPANK_SUCCESS;
+    if (is_final(answer.verdict)) end_with(step_, answer);
+    // The usual wait after a step (looking for a node at fault) goes
+    // unsaid; a repair is worth a line per phase.
+    if (answer.message != last_message_ && answer.message.starts_with("repairing")) {
+      say("waiting: %s", answer.message.c_str());
+      last_message_ = answer.message;
+    }
+    return std::nullopt;
+  }
+
+  // verdict_timeout passed without a final verdict: tell the controller, so
+  // that it stops the repair, and keep the step's own exit status.
+  int stop_at_limit() {
+    const auto waited = SteadyClock::now() - started_;
+    const std::string reason = "srun stopped waiting for the verdict after " +
+                               std::to_string(whole_seconds(waited)) + " s (verdict_timeout)";
+    say("no verdict from the controller at %s within verdict_timeout=%s s; not relaunching "
+        "step %u.%u, which keeps its own exit status",
+        config_.controller.str().c_str(), setting_text(config_.verdict_timeout).c_str(),
+        step_.job_id, step_.step_id);
+    try {
+      ask(config_, proto::CancelRequest{step_.run_id, step_.attempt, reason});
+    } catch (const std::exception& e) {
+      say("could not tell the controller (%s)", e.what());
+    }
+    return ESPANK_SUCCESS;
+  }
+
+  const PluginConfig& config_;
+  const ProtectedStep& step_;
+  sigset_t stop_signals_;
+  const SteadyClock::time_point started_ = SteadyClock::now();
+  const SteadyClock::time_point deadline_ = started_ + config_.verdict_timeout;
+  SteadyClock::time_point last_answer_ = started_;
+  std::string last_message_;
+  bool said_unreachable_ = false;
+};
+
+}  // namespace
+
 int local_exit() {
   auto& st = state();
   if (st.watcher) {
@@ -266,56 +387,7 @@ int local_exit() {
   sigemptyset(&stop_signals);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
-  auto stop = [&](int sig) { stop_waiting(st.config, step, sig); };
-
-  say("step %u.%u ended; waiting for the controller's verdict (run %s, attempt %u)", step.job_id,
-      step.step_id, step.run_id.c_str(), step.attempt);
-  auto last_answer = std::chrono::steady_clock::now();
-  std::string last_message;
-  bool said_unreachable = false;
-  for (;;) {
-    try {
-      const auto answer = ask_verdict(st.config, step, true);
-      last_answer = std::chrono::steady_clock::now();
-      said_unreachable = false;
-      if (answer.verdict == Verdict::relaunch) {
-        // Ctrl-C that came with the verdict still means stop.
-        const timespec now{0, 0};
-        if (const int sig = sigtimedwait(&stop_signals, nullptr, &now); sig > 0) stop(sig);
-        relaunch(step, answer.relaunch);
-        return kFailure;
-      }
-      if (answer.verdict == Verdict::no_fault) return ESPANK_SUCCESS;
-      if (is_final(answer.verdict)) {
-        end_with(step, answer);
-      }
-      // The usual wait after a step (looking for a node at fault) goes
-      // unsaid; a repair is worth a line per phase.
-      if (answer.message != last_message && answer.message.starts_with("repairing")) {
-        say("waiting: %s", answer.message.c_str());
-        last_message = answer.message;
-      }
-    } catch (const std::exception& e) {
-      const auto silent = std::chrono::steady_clock::now() - last_answer;
-      if (silent > kUnreachableLimit) {
-        say("no verdict from the controller at %s for %lld s (%s); not relaunching",
-            st.config.controller.str().c_str(),
-            static_cast<long long>(
-                std::chrono::duration_cast<std::chrono::seconds>(silent).count()),
-            e.what());
-        return ESPANK_SUCCESS;
-      }
-      if (!said_unreachable) {
-        say("cannot ask the controller at %s (%s); trying again",
-            st.config.controller.str().c_str(), e.what());
-        said_unreachable = true;
-      }
-    }
-    const timespec wait{0,
-                        std::chrono::duration_cast<std::chrono::nanoseconds>(kEndedPoll).count()};
-    if (const int sig = sigtimedwait(&stop_signals, nullptr, &wait); sig > 0) stop(sig);
-  }
+  return EndedWait(st.config, step, stop_signals).run();
 }
 
 }  // namespace ar::spank

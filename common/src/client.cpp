@@ -32,7 +32,7 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
 // in turn; the last one's failure if none connects.
 Fd connect_tcp(const Endpoint& endpoint, Clock::time_point deadline) {
   std::string error;
-  const auto addresses = net::resolve(endpoint.host, endpoint.port, error);
+  const auto addresses = net::resolve_by(endpoint.host, endpoint.port, deadline, error);
   if (!addresses) throw ClientError("cannot resolve host: " + error);
   error = "no address";
   for (const addrinfo* addr = addresses.get(); addr != nullptr; addr = addr->ai_next) {

@@ -4,7 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 namespace ar::net {
 
@@ -50,6 +54,66 @@ Addresses resolve(const std::string& host, std::uint16_t port, std::string& erro
     return nullptr;
   }
   return Addresses(found);
+}
+
+namespace {
+
+// A lookup's outcome, shared by the caller and the thread that runs it; the
+// last of the two to let go frees it.
+struct PendingLookup {
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  int rc = 0;
+  addrinfo* found = nullptr;
+
+  ~PendingLookup() {
+    if (found != nullptr) freeaddrinfo(found);
+  }
+};
+
+}  // namespace
+
+Addresses resolve_by(const std::string& host, std::uint16_t port, Clock::time_point deadline,
+                     std::string& error, const Lookup& lookup) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST;
+  const auto service = std::to_string(port);
+  addrinfo* numeric = nullptr;
+  const int numeric_rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &numeric);
+  if (numeric_rc == 0) return Addresses(numeric);
+  if (numeric_rc != EAI_NONAME) {
+    error = gai_strerror(numeric_rc);
+    return nullptr;
+  }
+  hints.ai_flags = 0;
+  auto pending = std::make_shared<PendingLookup>();
+  try {
+    std::thread([pending, host, service, hints, lookup] {
+      addrinfo* found = nullptr;
+      const int rc = lookup(host.c_str(), service.c_str(), &hints, &found);
+      std::lock_guard lock(pending->mutex);
+      pending->rc = rc;
+      pending->found = rc == 0 ? found : nullptr;
+      pending->done = true;
+      pending->finished.notify_all();
+    }).detach();
+  } catch (const std::system_error& e) {
+    error = std::string("cannot start a lookup: ") + e.what();
+    return nullptr;
+  }
+  std::unique_lock lock(pending->mutex);
+  if (!pending->finished.wait_until(lock, deadline, [&] { return pending->done; })) {
+    error = std::string(kTimedOut);
+    return nullptr;
+  }
+  if (pending->rc != 0) {
+    error = gai_strerror(pending->rc);
+    return nullptr;
+  }
+  return Addresses(std::exchange(pending->found, nullptr));
 }
 
 Fd start_connect(const addrinfo& address, std::string& error) {

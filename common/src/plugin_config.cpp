@@ -5,7 +5,8 @@
 namespace ar {
 
 std::string_view plugin_config_keys() {
-  return "controller, required, connect_timeout, munge_socket";
+  return "controller, required, connect_timeout, munge_socket, verdict_timeout, "
+         "unreachable_timeout";
 }
 
 PluginConfig parse_plugin_config(std::span<const std::string> args) {
@@ -18,6 +19,12 @@ PluginConfig parse_plugin_config(std::span<const std::string> args) {
       config.required = parse_flag(key, value);
     } else if (key == "connect_timeout") {
       config.connect_timeout = parse_seconds(key, value, std::chrono::seconds(60));
+    } else if (key == "verdict_timeout") {
+      config.verdict_timeout =
+          parse_seconds(key, value, PluginConfig::kMaxVerdictTimeout, std::chrono::seconds(1));
+    } else if (key == "unreachable_timeout") {
+      config.unreachable_timeout =
+          parse_seconds(key, value, PluginConfig::kMaxUnreachableTimeout, std::chrono::seconds(1));
     } else if (key == "munge_socket") {
       config.munge_socket = parse_absolute_path(key, value);
     } else {

@@ -15,4 +15,16 @@ std::string comma_list(const std::vector<std::string>& items) {
   return out;
 }
 
+std::optional<std::string> task_refusal(bool asked, bool required, std::string_view config_error,
+                                        const char* registered) {
+  if (!asked) return std::nullopt;
+  if (!config_error.empty())
+    return "the plugin's plugstack.conf line is bad (" + std::string(config_error) + ")";
+  if (required && (registered == nullptr || *registered == '\0'))
+    return std::string(
+        "the step asked for --auto-resume=1, srun did not register it with the controller, and "
+        "plugstack.conf says required=1");
+  return std::nullopt;
+}
+
 }  // namespace ar

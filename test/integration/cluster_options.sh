@@ -8,7 +8,8 @@ source "$(dirname "$0")/lib.sh"
 cd "$WORK" || exit
 
 # Bad values exit 2 naming the value, before anything is created.
-for bad in "--gpus 9" "--gpus x" "--gpus -1" "--cred-expire 0" "--cred-expire 4" "--cred-expire abc"; do
+for bad in "--gpus 9" "--gpus x" "--gpus -1" "--cred-expire 0" "--cred-expire 4" "--cred-expire abc" \
+  "--plugin-line maybe"; do
   read -r opt value <<<"$bad"
   rc=0
   "$CLUSTER_CMD" up "$WORK/bad" --no-plugin "$opt" "$value" >out.txt 2>&1 || rc=$?

@@ -137,14 +137,15 @@ cluster_up() {
 
 # set_plugstack ARGS...: rewrite the plugin line of plugstack.conf (with the
 # cluster's munge socket); srun and slurmstepd read it anew for every step.
+# The line starts with PLUGSTACK_LINE: required (default) or optional.
 set_plugstack() {
-  local args
+  local args mode=${PLUGSTACK_LINE:-required}
   args="munge_socket=$CLUSTER/munge/munge.sock $*"
   if [[ -d $CLUSTER/client ]]; then
-    printf 'required %s %s\n' "$AR_DAEMON_PLUGIN" "$args" >"$CLUSTER/etc/plugstack.conf"
-    printf 'required %s %s\n' "$AR_PLUGIN" "$args" >"$CLUSTER/client/plugstack.conf"
+    printf '%s %s %s\n' "$mode" "$AR_DAEMON_PLUGIN" "$args" >"$CLUSTER/etc/plugstack.conf"
+    printf '%s %s %s\n' "$mode" "$AR_PLUGIN" "$args" >"$CLUSTER/client/plugstack.conf"
   else
-    printf 'required %s %s\n' "$AR_PLUGIN" "$args" >"$CLUSTER/etc/plugstack.conf"
+    printf '%s %s %s\n' "$mode" "$AR_PLUGIN" "$args" >"$CLUSTER/etc/plugstack.conf"
   fi
 }
 

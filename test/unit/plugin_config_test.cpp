@@ -15,6 +15,8 @@ TEST_CASE("plugstack arguments default sanely", "[plugin_config]") {
   CHECK(config.controller == ar::Endpoint{"127.0.0.1", ar::kDefaultPort});
   CHECK_FALSE(config.required);
   CHECK(config.connect_timeout == 2s);
+  CHECK(config.verdict_timeout == 600s);
+  CHECK(config.unreachable_timeout == 60s);
 }
 
 TEST_CASE("plugstack arguments parse into the typed config", "[plugin_config]") {
@@ -23,6 +25,27 @@ TEST_CASE("plugstack arguments parse into the typed config", "[plugin_config]") 
   CHECK(config.controller == ar::Endpoint{"ctl", 9000});
   CHECK(config.required);
   CHECK(config.connect_timeout == 500ms);
+}
+
+TEST_CASE("srun's wait for a verdict has limits the plugstack line sets", "[plugin_config]") {
+  const auto config =
+      ar::parse_plugin_config(Args{"verdict_timeout=1200", "unreachable_timeout=2.5"});
+  CHECK(config.verdict_timeout == 1200s);
+  CHECK(config.unreachable_timeout == 2500ms);
+  CHECK(ar::parse_plugin_config(Args{"verdict_timeout=86400"}).verdict_timeout == 86400s);
+  CHECK(ar::parse_plugin_config(Args{"unreachable_timeout=1"}).unreachable_timeout == 1s);
+  for (const auto* bad : {"0", "0.5", "86401", "-1", "ten", "", "inf", "nan"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(ar::parse_plugin_config(Args{std::string("verdict_timeout=") + bad}),
+                      Contains(std::string("'") + bad + "'") && Contains("verdict_timeout") &&
+                          Contains("from 1 to 86400"));
+  }
+  for (const auto* bad : {"0", "3601", "1m"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(ar::parse_plugin_config(Args{std::string("unreachable_timeout=") + bad}),
+                      Contains(std::string("'") + bad + "'") && Contains("unreachable_timeout") &&
+                          Contains("from 1 to 3600"));
+  }
 }
 
 TEST_CASE("a later plugstack argument overrides an earlier one", "[plugin_config]") {

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -55,6 +56,17 @@ using Addresses = std::unique_ptr<addrinfo, AddressesDeleter>;
 // to `port`, in getaddrinfo's order; nothing, with `error` set to
 // getaddrinfo's message, when it does not resolve.
 Addresses resolve(const std::string& host, std::uint16_t port, std::string& error);
+
+// How a name is looked up: getaddrinfo's signature (tests pass a fake).
+using Lookup = std::function<int(const char* host, const char* service, const addrinfo* hints,
+                                 addrinfo** found)>;
+
+// resolve() by `deadline`: a numeric address at once, without a lookup; a
+// name looked up on a thread of its own, which the caller leaves at the
+// deadline (nothing, with `error` set to kTimedOut): the thread ends, and
+// frees what it found, whenever the lookup returns.
+Addresses resolve_by(const std::string& host, std::uint16_t port, Clock::time_point deadline,
+                     std::string& error, const Lookup& lookup = ::getaddrinfo);
 
 // Starts a non-blocking TCP connection to `address`: the socket, its
 // connection made or under way (the socket polls writable once the attempt

@@ -21,6 +21,17 @@ struct PluginConfig {
   std::chrono::milliseconds connect_timeout{2000};
   // munged's socket for credentials; empty: munge's default.
   std::string munge_socket;
+  // How long srun waits for the controller's verdict after a protected step
+  // ended (the controller answering `wait` all along) before it stops
+  // waiting. Above the controller's repair_timeout plus its backoff.
+  std::chrono::milliseconds verdict_timeout{600'000};
+  // How long srun keeps asking, after the step ended, a controller that
+  // does not answer (down, or accepting without answering) before it stops
+  // waiting.
+  std::chrono::milliseconds unreachable_timeout{60'000};
+
+  static constexpr std::chrono::seconds kMaxVerdictTimeout{86'400};
+  static constexpr std::chrono::seconds kMaxUnreachableTimeout{3'600};
 };
 
 // Every argument must be a known `key=value`; the first unknown key or bad

@@ -2,10 +2,37 @@
 // What the tasks of a protected step learn about their allocation.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ar {
+
+// What the tasks of a protected step see; set by srun only once the
+// controller registered the step.
+inline constexpr const char* kTaskFlagVariable = "AUTO_RESUME";
+inline constexpr const char* kAttemptVariable = "AUTO_RESUME_ATTEMPT";
+inline constexpr const char* kRunIdVariable = "AUTO_RESUME_RUN_ID";
+// Set by srun with the others (to the run id), for the nodes: Slurm passes
+// SLURM_* variables to the tasks even under srun --export=NONE, which keeps
+// the others from them.
+inline constexpr const char* kRegisteredVariable = "SLURM_SPANK_AUTO_RESUME_REGISTERED";
+
+// The exit status of a task that does not start because its step asked for
+// auto-resume and cannot have it (EX_UNAVAILABLE).
+inline constexpr int kExitUnprotected = 69;
+
+// Why a task must not start, or nothing when it may: checked on the node,
+// just before the task's program, for a step that asked for --auto-resume=1
+// (`asked`). srun sets kRegisteredVariable (`registered`, null when unset)
+// only after the controller registered the step, so a task whose
+// plugstack.conf says required=1 starts only with it; and none starts under a plugstack
+// line with an error (`config_error`, empty when there is none), whose
+// required setting cannot be known. Slurm ignores a failing srun-side hook
+// of an `optional` plugstack line, so this is where required=1 holds.
+std::optional<std::string> task_refusal(bool asked, bool required, std::string_view config_error,
+                                        const char* registered);
 
 inline constexpr std::uint16_t kMasterPortBase = 29500;
 
