@@ -69,7 +69,10 @@ void print_events(const proto::EventsReply& reply) {
     // the controller's own, such as a stall).
     const auto who = !e.run_id.empty() ? fmt::format("job {} {}", e.job_id, e.run_id)
                                        : fmt::format("node {}", e.node.empty() ? "-" : e.node);
-    line(stdout, fmt::format("{} {} {}: {}", format_time(e.at), who, e.kind, e.detail));
+    // On whose behalf: the step's owner, a replacement's requester (0: the
+    // controller's own).
+    line(stdout,
+         fmt::format("{} uid {} {} {}: {}", format_time(e.at), e.uid, who, e.kind, e.detail));
   }
 }
 

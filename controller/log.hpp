@@ -4,9 +4,14 @@
 
 #include <fmt/chrono.h>
 #include <fmt/core.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "autoresume/text.hpp"
 
 namespace ar::log {
 
@@ -30,6 +35,23 @@ void warn(fmt::format_string<Args...> format, Args&&... args) {
 template <typename... Args>
 void error(fmt::format_string<Args...> format, Args&&... args) {
   write("error", format, std::forward<Args>(args)...);
+}
+
+// Who asked for something root does: the uid, the operation that asked
+// ("register": a protected step's repair; "replace": a request to replace
+// a node; "mark": a node's FAIL mark; "heartbeat"; "spares") and the run.
+struct Asker {
+  uid_t uid = 0;
+  std::string op;
+  std::string run;  // empty but for a protected step's repair
+};
+
+// One audit line for an action root takes (a mark, drain, shrink, requeue,
+// replacement, provider call), with who asked; text a user chose is
+// escaped.
+inline void audit(const Asker& asker, std::string_view action, std::string_view detail) {
+  write("audit", "uid={} op={} run={} {}: {}", asker.uid, asker.op,
+        asker.run.empty() ? std::string("-") : printable(asker.run), action, printable(detail));
 }
 
 }  // namespace ar::log

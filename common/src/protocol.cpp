@@ -332,7 +332,7 @@ EventsRequest EventsRequest::from_json(const json& body) {
 
 json EventsReply::Event::to_json() const {
   return {{"id", id},     {"at", at},         {"job_id", job_id}, {"run_id", run_id},
-          {"kind", kind}, {"detail", detail}, {"node", node}};
+          {"kind", kind}, {"detail", detail}, {"node", node},     {"uid", uid}};
 }
 
 EventsReply::Event EventsReply::Event::from_json(const json& item) {
@@ -342,7 +342,8 @@ EventsReply::Event EventsReply::Event::from_json(const json& item) {
           get_string(item, "run_id", kMaxRunIdBytes),
           get_string(item, "kind", 64),
           get_string(item, "detail", kMaxTextBytes),
-          get_string(item, "node", kMaxTextBytes)};
+          get_string(item, "node", kMaxTextBytes),
+          item.contains("uid") ? get_i64(item, "uid") : 0};
 }
 
 json EventsReply::to_json() const {

@@ -152,9 +152,9 @@ void NodeKeeper::mark_silent(std::vector<std::string> silent, const NodeMap& nod
       heard_.erase(node);  // watched again once its agent is heard again
     }
     probed_.erase(node);
-    log::warn("{}: marked FAIL: {}", node, reason);
-    store_.add_node_event(node,
-                          {EventKind::marked, fmt::format("{} marked FAIL: {}", node, reason)});
+    const auto detail = fmt::format("{} marked FAIL: {}", node, reason);
+    log::audit({0, "heartbeat", ""}, name_of(EventKind::marked), detail);
+    store_.add_node_event(node, {EventKind::marked, detail});
   }
 }
 

@@ -84,7 +84,7 @@ NodeKeeper::~NodeKeeper() {
     if (call.valid()) call.wait();
 }
 
-std::string NodeKeeper::request_replace(const std::string& node, RepairMode mode) {
+std::string NodeKeeper::request_replace(const std::string& node, RepairMode mode, uid_t requester) {
   const char* reason = reason_of(mode);
   const auto info = slurm_.load_node(node);
   if (!info) throw std::invalid_argument("slurmctld does not know node '" + node + "'");
@@ -103,15 +103,16 @@ std::string NodeKeeper::request_replace(const std::string& node, RepairMode mode
   slurm_.set_node_fail(node, reason);
   NodeRepair repair{node, NodeRepairState::waiting, reason, mode, info->slurmd_start_time, 0,
                     0,    clock_.unix_now(),        ""};
+  repair.requested_by = requester;
   const auto what = effect_of(mode);
   const EventSpec event{EventKind::replace_requested,
                         fmt::format("{} marked FAIL ({}): {}", node, reason, what)};
+  log::audit(asker_of(repair), name_of(event.kind), event.detail);
   if (const auto current = store_.node_repair(node);
       current && current->state == NodeRepairState::failed)
     store_.save_node_repair(repair, event);  // asked again after a failure
   else
     store_.add_node_repair(repair, event);  // unless the engine recorded it meanwhile
-  log::info("{}: replacement requested ({})", node, name_of(mode));
   return fmt::format("{} marked FAIL with reason '{}': {}, then the {} provider replaces it", node,
                      reason, what, to_string(config_.provider));
 }
@@ -174,11 +175,12 @@ void NodeKeeper::find_new(const NodeMap& nodes) {
     NodeRepair repair{name, NodeRepairState::waiting, node->reason,
                       mode, node->slurmd_start_time,  0,
                       0,    clock_.unix_now(),        ""};
-    store_.add_node_repair(
-        repair,
-        {EventKind::replace_requested,
-         fmt::format("{} is {} ({}): the {} provider replaces it once no job runs on it", name,
-                     node->down ? "DOWN" : "FAIL", node->reason, to_string(config_.provider))});
+    const EventSpec event{
+        EventKind::replace_requested,
+        fmt::format("{} is {} ({}): the {} provider replaces it once no job runs on it", name,
+                    node->down ? "DOWN" : "FAIL", node->reason, to_string(config_.provider))};
+    if (store_.add_node_repair(repair, event))
+      log::audit(asker_of(repair), name_of(event.kind), event.detail);
   }
 }
 
@@ -189,6 +191,8 @@ void NodeKeeper::drop(const std::string& node, const std::string& why) {
     orphans_.push_back(std::move(call->second));
     calls_.erase(call);
   }
+  if (const auto repair = store_.node_repair(node))
+    log::audit(asker_of(*repair), name_of(EventKind::replace_dropped), why);
   store_.remove_node_repair(node, {EventKind::replace_dropped, why});
 }
 
@@ -311,15 +315,16 @@ bool NodeKeeper::advance_returning(NodeRepair& repair, const slurm::NodeInfo& no
   const bool ours = node.reason == repair.reason || wants_replacement(node);
   if (ours && (node.fail || node.down || node.drain)) slurm_.resume_node(name);
   if (ours && !short_of.empty()) slurm_.set_node_drain(name, kSpareReason);
-  store_.remove_node_repair(
-      name, {EventKind::node_replaced,
-             fmt::format("{} is back in service: a new instance (slurmd started at {}) replaced "
-                         "the old one{}",
-                         name, node.slurmd_start_time,
-                         !ours ? ", left as an admin set it meanwhile (" + node.reason + ")"
-                         : short_of.empty() ? ""
-                                            : ", kept as a spare of " + join(short_of, ","))});
-  log::info("{}: replaced", name);
+  const EventSpec event{
+      EventKind::node_replaced,
+      fmt::format("{} is back in service: a new instance (slurmd started at {}) replaced "
+                  "the old one{}",
+                  name, node.slurmd_start_time,
+                  !ours              ? ", left as an admin set it meanwhile (" + node.reason + ")"
+                  : short_of.empty() ? ""
+                                     : ", kept as a spare of " + join(short_of, ","))};
+  log::audit(asker_of(repair), name_of(event.kind), event.detail);
+  store_.remove_node_repair(name, event);
   return true;
 }
 
@@ -345,6 +350,14 @@ void NodeKeeper::retry_or_fail(NodeRepair& repair) {
 
 void NodeKeeper::save(NodeRepair& repair, EventKind kind, const std::string& detail) {
   store_.save_node_repair(repair, {kind, detail});
+  log::audit(asker_of(repair), name_of(kind), fmt::format("{}: {}", repair.node, detail));
+}
+
+log::Asker NodeKeeper::asker_of(const NodeRepair& repair) {
+  // An admin's `replace`, or the node's own mark (a health check, a
+  // heartbeat, scontrol): the mark's reason says which.
+  if (repair.requested_by >= 0) return {static_cast<uid_t>(repair.requested_by), "replace", ""};
+  return {0, "mark", ""};
 }
 
 }  // namespace ar

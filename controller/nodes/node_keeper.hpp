@@ -37,6 +37,7 @@
 #include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/process.hpp"
+#include "log.hpp"
 #include "nodes/probe.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
@@ -63,8 +64,9 @@ class NodeKeeper {
   // An admin's `auto-resume replace` (any thread): wait (running jobs
   // finish first), now (protected steps are resumed elsewhere at once) or
   // force (then the remaining jobs are killed). Marks the node and returns
-  // what was done. Throws std::invalid_argument for an unknown node.
-  std::string request_replace(const std::string& node, RepairMode mode);
+  // what was done, on behalf of `requester` (recorded for the audit).
+  // Throws std::invalid_argument for an unknown node.
+  std::string request_replace(const std::string& node, RepairMode mode, uid_t requester = 0);
 
   // The heartbeat ages, for `auto-resume nodes`: node -> seconds since heard.
   std::map<std::string, double> heartbeat_ages();
@@ -102,7 +104,9 @@ class NodeKeeper {
   void retry_or_fail(NodeRepair& repair);
   // Drops a replacement; its provider call, if any, is left to end by itself.
   void drop(const std::string& node, const std::string& why);
+  // Saves the repair with its event, and says who asked in the audit log.
   void save(NodeRepair& repair, EventKind kind, const std::string& detail);
+  static log::Asker asker_of(const NodeRepair& repair);
   // provider=spares: drains idle nodes as spares where a partition is short.
   void keep_spares(const NodeMap& nodes, const std::set<std::string>& protected_nodes);
   // Partitions of `node` that have fewer than `spares` spares.

@@ -66,10 +66,10 @@ void NodeKeeper::keep_spares(const NodeMap& nodes, const std::set<std::string>& 
       slurm_.set_node_drain(pick->name, kSpareReason);
       drained.insert(pick->name);
       ++have;
-      store_.add_node_event(pick->name, {EventKind::spare_added,
-                                         fmt::format("{} drained as a spare of partition {} "
-                                                     "({} of {})",
-                                                     pick->name, partition, have, config_.spares)});
+      const auto detail = fmt::format("{} drained as a spare of partition {} ({} of {})",
+                                      pick->name, partition, have, config_.spares);
+      log::audit({0, "spares", ""}, name_of(EventKind::spare_added), detail);
+      store_.add_node_event(pick->name, {EventKind::spare_added, detail});
     }
   }
 }

@@ -298,11 +298,14 @@ void Engine::decide(StoredStep& step, Verdict verdict, const std::string& messag
   step.verdict = verdict;
   step.message = message;
   save(step, event_of(verdict), message);
-  log::info("step {}: {}: {}", key(step), to_string(verdict), message);
 }
 
 void Engine::save(StoredStep& step, EventKind kind, const std::string& detail) {
   if (!store_.save(step, EventSpec{kind, detail})) throw DecidedMeanwhile{};
+  // Every root action of a repair is saved with its event: the audit line
+  // says for whom (the uid that registered the run).
+  log::audit({step.uid, "register", step.step.run_id}, name_of(kind),
+             fmt::format("job {}: {}", step.step.job_id, detail));
 }
 
 }  // namespace ar

@@ -79,7 +79,7 @@ json Service::dispatch(const proto::Request& request, uid_t caller) {
     return do_heartbeat(node_op(HeartbeatRequest::kOp, caller), HeartbeatRequest::from_json(body))
         .to_json();
   if (op == ReplaceRequest::kOp)
-    return do_replace(node_op(ReplaceRequest::kOp, caller), ReplaceRequest::from_json(body))
+    return do_replace(node_op(ReplaceRequest::kOp, caller), ReplaceRequest::from_json(body), caller)
         .to_json();
   if (op == NodesRequest::kOp)
     return do_nodes(node_op(NodesRequest::kOp, caller), NodesRequest::from_json(body)).to_json();
@@ -195,7 +195,7 @@ proto::EventsReply Service::do_events(const proto::EventsRequest& request, uid_t
     if (reply.events.size() == limit) break;
     if (!fits(reply.events,
               {e.id, e.at, e.job_id, std::move(e.run_id), std::move(e.kind), std::move(e.detail),
-               std::move(e.node)},
+               std::move(e.node), e.uid},
               bytes))
       break;
     reply.next = e.id;
@@ -222,9 +222,10 @@ proto::HeartbeatReply Service::do_heartbeat(NodeKeeper& keeper,
   return {};
 }
 
-proto::ReplaceReply Service::do_replace(NodeKeeper& keeper, const proto::ReplaceRequest& request) {
+proto::ReplaceReply Service::do_replace(NodeKeeper& keeper, const proto::ReplaceRequest& request,
+                                        uid_t caller) {
   try {
-    return {request.node, keeper.request_replace(request.node, request.mode)};
+    return {request.node, keeper.request_replace(request.node, request.mode, caller)};
   } catch (const std::invalid_argument& e) {
     throw ProtocolError(code::kBadRequest, e.what());
   } catch (const std::exception& e) {
@@ -319,6 +320,10 @@ proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t
           step, request.reason.empty() ? std::string("cancelled by its srun") : request.reason)) {
     // The repair's helper jobs as they are now (the engine may have added
     // one meanwhile; it cancels what it adds after this, see Engine).
+    log::audit(
+        {caller, "cancel", step.step.run_id}, name_of(EventKind::cancelled),
+        fmt::format("job {}: step {}.{} attempt {} cancelled; its helper jobs go", step.step.job_id,
+                    step.step.job_id, step.step.step_id, step.step.attempt));
     step = store_.find(step.step.run_id, step.step.attempt).value();
     if (step.repair.contains("helpers"))
       for (const auto& [node, helper] : step.repair["helpers"].items()) {

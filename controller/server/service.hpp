@@ -50,7 +50,8 @@ class Service {
   proto::CancelReply do_cancel(const proto::CancelRequest& request, uid_t caller);
   // The node ops get the keeper once node_op let the caller in.
   proto::HeartbeatReply do_heartbeat(NodeKeeper& keeper, const proto::HeartbeatRequest& request);
-  proto::ReplaceReply do_replace(NodeKeeper& keeper, const proto::ReplaceRequest& request);
+  proto::ReplaceReply do_replace(NodeKeeper& keeper, const proto::ReplaceRequest& request,
+                                 uid_t caller);
   proto::NodesReply do_nodes(NodeKeeper& keeper, const proto::NodesRequest& request);
   // Refuses the caller unless privileged; unavailable without a keeper.
   NodeKeeper& node_op(const char* op, uid_t caller);

@@ -106,7 +106,7 @@ constexpr const char* kStepColumns =
     "run_id, attempt, job_id, step_id, uid, argv, cwd, nodelist, state, created_at, ended_at,"
     " verdict, message, phase, repair, rowid";
 // PRAGMA user_version of the current schema.
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 
 StoredStep read_step(const Statement& s) {
   StoredStep out;
@@ -164,7 +164,8 @@ Store::Store(const std::filesystem::path& state_dir, const Clock& clock) : clock
       "CREATE TABLE IF NOT EXISTS node_repairs ("
       " node TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT NOT NULL, mode TEXT NOT NULL,"
       " instance INTEGER NOT NULL, attempts INTEGER NOT NULL, next_try INTEGER NOT NULL,"
-      " started_at INTEGER NOT NULL, detail TEXT NOT NULL, called_at INTEGER NOT NULL DEFAULT 0);");
+      " started_at INTEGER NOT NULL, detail TEXT NOT NULL, called_at INTEGER NOT NULL DEFAULT 0,"
+      " requested_by INTEGER NOT NULL DEFAULT -1);");
   migrate();
 }
 
@@ -194,6 +195,16 @@ void Store::migrate() {
   Statement events(db_, "PRAGMA table_info(events)");
   while (events.step()) has_node = has_node || events.text(1) == "node";
   if (!has_node) exec("ALTER TABLE events ADD COLUMN node TEXT NOT NULL DEFAULT ''");
+  // Schema 3 may lack the provider's call time (added without a version of
+  // its own), and lacks who requested a replacement.
+  std::vector<std::string> repair_columns;
+  Statement repairs(db_, "PRAGMA table_info(node_repairs)");
+  while (repairs.step()) repair_columns.push_back(repairs.text(1));
+  const std::pair<const char*, const char*> repair_added[] = {
+      {"called_at", "INTEGER NOT NULL DEFAULT 0"}, {"requested_by", "INTEGER NOT NULL DEFAULT -1"}};
+  for (const auto& [name, type] : repair_added)
+    if (std::find(repair_columns.begin(), repair_columns.end(), name) == repair_columns.end())
+      exec(("ALTER TABLE node_repairs ADD COLUMN " + std::string(name) + " " + type).c_str());
   exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
 }
 
@@ -230,15 +241,16 @@ void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpe
 }
 
 void Store::insert_node_event(std::int64_t at, const std::string& node, std::uint32_t job_id,
-                              const EventSpec& event) {
+                              const EventSpec& event, std::int64_t uid) {
   Statement insert(db_,
                    "INSERT INTO events (at, job_id, run_id, uid, kind, detail, node)"
-                   " VALUES (?, ?, '', 0, ?, ?, ?)");
+                   " VALUES (?, ?, '', ?, ?, ?, ?)");
   insert.bind(1, at)
       .bind(2, job_id)
-      .bind(3, std::string(name_of(event.kind)))
-      .bind(4, shortened(event.detail, kMaxDetailBytes))
-      .bind(5, node);
+      .bind(3, uid)
+      .bind(4, std::string(name_of(event.kind)))
+      .bind(5, shortened(event.detail, kMaxDetailBytes))
+      .bind(6, node);
   insert.step();
 }
 
@@ -425,7 +437,7 @@ std::vector<Event> Store::events(std::optional<uid_t> uid, std::int64_t since, s
                                  std::uint32_t limit) {
   std::lock_guard lock(mutex_);
   Statement s(db_,
-              "SELECT id, at, job_id, run_id, kind, detail, node FROM events"
+              "SELECT id, at, job_id, run_id, kind, detail, node, uid FROM events"
               " WHERE (?1 < 0 OR uid = ?1) AND at >= ?2 AND id > ?3 ORDER BY id LIMIT ?4");
   s.bind(1, uid ? static_cast<std::int64_t>(*uid) : -1)
       .bind(2, since)
@@ -434,21 +446,23 @@ std::vector<Event> Store::events(std::optional<uid_t> uid, std::int64_t since, s
   std::vector<Event> out;
   while (s.step())
     out.push_back({s.integer(0), s.integer(1), static_cast<std::uint32_t>(s.integer(2)), s.text(3),
-                   s.text(4), s.text(5), s.text(6)});
+                   s.text(4), s.text(5), s.text(6), s.integer(7)});
   return out;
 }
 
 namespace {
 
 constexpr const char* kNodeRepairColumns =
-    "node, state, reason, mode, instance, attempts, next_try, started_at, detail, called_at";
+    "node, state, reason, mode, instance, attempts, next_try, started_at, detail, called_at,"
+    " requested_by";
 
 NodeRepair read_node_repair(const Statement& s) {
   return {s.text(0),    stored<NodeRepairState>(s.text(1), "node repair state"),
           s.text(2),    stored<RepairMode>(s.text(3), "repair mode"),
           s.integer(4), s.integer(5),
           s.integer(6), s.integer(7),
-          s.text(8),    s.integer(9)};
+          s.text(8),    s.integer(9),
+          s.integer(10)};
 }
 
 }  // namespace
@@ -500,7 +514,8 @@ void bind_node_repair(Statement& s, const NodeRepair& repair) {
       .bind(7, repair.next_try)
       .bind(8, repair.started_at)
       .bind(9, repair.detail)
-      .bind(10, repair.called_at);
+      .bind(10, repair.called_at)
+      .bind(11, repair.requested_by);
 }
 
 }  // namespace
@@ -509,11 +524,11 @@ void Store::save_node_repair(const NodeRepair& repair, const EventSpec& event) {
   std::lock_guard lock(mutex_);
   transaction([&] {
     Statement upsert(db_, (std::string("INSERT OR REPLACE INTO node_repairs (") +
-                           kNodeRepairColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                           kNodeRepairColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
                               .c_str());
     bind_node_repair(upsert, repair);
     upsert.step();
-    insert_node_event(clock_.unix_now(), repair.node, 0, event);
+    insert_node_event(clock_.unix_now(), repair.node, 0, event, requester(repair));
   });
 }
 
@@ -521,12 +536,12 @@ bool Store::add_node_repair(const NodeRepair& repair, const EventSpec& event) {
   std::lock_guard lock(mutex_);
   return transaction([&] {
     Statement insert(db_, (std::string("INSERT OR IGNORE INTO node_repairs (") +
-                           kNodeRepairColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                           kNodeRepairColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
                               .c_str());
     bind_node_repair(insert, repair);
     insert.step();
     if (sqlite3_changes(db_) != 1) return false;
-    insert_node_event(clock_.unix_now(), repair.node, 0, event);
+    insert_node_event(clock_.unix_now(), repair.node, 0, event, requester(repair));
     return true;
   });
 }
@@ -534,10 +549,14 @@ bool Store::add_node_repair(const NodeRepair& repair, const EventSpec& event) {
 void Store::remove_node_repair(const std::string& node, const EventSpec& event) {
   std::lock_guard lock(mutex_);
   transaction([&] {
+    std::int64_t uid = 0;
+    Statement who(db_, "SELECT requested_by FROM node_repairs WHERE node = ?");
+    who.bind(1, node);
+    if (who.step()) uid = std::max<std::int64_t>(who.integer(0), 0);
     Statement remove(db_, "DELETE FROM node_repairs WHERE node = ?");
     remove.bind(1, node);
     remove.step();
-    insert_node_event(clock_.unix_now(), node, 0, event);
+    insert_node_event(clock_.unix_now(), node, 0, event, uid);
   });
 }
 

@@ -45,7 +45,8 @@ struct Event {
   std::string run_id;
   std::string kind;
   std::string detail;
-  std::string node;  // set for the events of a node (marks, replacements)
+  std::string node;      // set for the events of a node (marks, replacements)
+  std::int64_t uid = 0;  // on whose behalf: a step's owner, a replacement's requester, 0
 };
 
 struct NodeRepair {
@@ -57,8 +58,9 @@ struct NodeRepair {
   std::int64_t attempts = 0;  // provider calls so far
   std::int64_t next_try = 0;  // unix seconds: when the provider may be asked again
   std::int64_t started_at = 0;
-  std::string detail;          // the last provider failure, kept for the events and status
-  std::int64_t called_at = 0;  // unix seconds: when the provider was last called
+  std::string detail;              // the last provider failure, kept for the events and status
+  std::int64_t called_at = 0;      // unix seconds: when the provider was last called
+  std::int64_t requested_by = -1;  // the uid whose `replace` asked for it; -1: the node's mark
 };
 
 class Store {
@@ -134,8 +136,12 @@ class Store {
   void migrate();
   std::optional<StoredStep> find_locked(const std::string& run_id, std::uint32_t attempt);
   void insert_event(std::int64_t at, const StoredStep& step, const EventSpec& event);
+  // A node's events are on behalf of uid `uid` (0: the controller's own).
   void insert_node_event(std::int64_t at, const std::string& node, std::uint32_t job_id,
-                         const EventSpec& event);
+                         const EventSpec& event, std::int64_t uid = 0);
+  static std::int64_t requester(const NodeRepair& repair) {
+    return repair.requested_by >= 0 ? repair.requested_by : 0;
+  }
   template <typename Body>
   auto transaction(Body&& body);
 };

@@ -217,7 +217,13 @@ heard() {
   [[ $("$AR_CLI" nodes 2>/dev/null | grep -cE ': last heartbeat [01]\.[0-9] s ago$') == "$1" ]]
 }
 # event_seen PATTERN: the controller's events hold a line matching PATTERN.
-event_seen() { "$AR_CLI" events 2>/dev/null | grep -qE -- "$1"; }
+# (the events are read whole first: grep -q ending early would kill the
+# CLI with SIGPIPE, which pipefail reports as a failure)
+event_seen() {
+  local events
+  events=$("$AR_CLI" events 2>/dev/null) || return 1
+  grep -qE -- "$1" <<<"$events"
+}
 # slurmd_started NODE: the start time of NODE's slurmd instance.
 slurmd_started() { scontrol -o show node "$1" | grep -o ' SlurmdStartTime=[^ ]*' | cut -d= -f2; }
 

@@ -299,14 +299,17 @@ TEST_CASE("each reply goes over the wire as it did and parses back", "[protocol]
   round_trip(proto::StatusReply{}, R"({"steps":[]})");
 
   proto::EventsReply events;
-  events.events.push_back({1, 1700000000, 12, "12.0-abc", "registered", "step 12.0", ""});
-  events.events.push_back({2, 1700000001, 0, "", "marked", "FAIL", "node3"});
-  CHECK(round_trip(events, R"({"events":[{"at":1700000000,"detail":"step 12.0","id":1,"job_id":12,)"
-                           R"("kind":"registered","node":"","run_id":"12.0-abc"},{"at":1700000001,)"
-                           R"("detail":"FAIL","id":2,"job_id":0,"kind":"marked","node":"node3",)"
-                           R"("run_id":""}]})")
-            .events[1]
-            .node == "node3");
+  events.events.push_back({1, 1700000000, 12, "12.0-abc", "registered", "step 12.0", "", 1000});
+  events.events.push_back({2, 1700000001, 0, "", "marked", "FAIL", "node3", 0});
+  events.next = 2;
+  const auto paged =
+      round_trip(events, R"({"events":[{"at":1700000000,"detail":"step 12.0","id":1,"job_id":12,)"
+                         R"("kind":"registered","node":"","run_id":"12.0-abc","uid":1000},)"
+                         R"({"at":1700000001,"detail":"FAIL","id":2,"job_id":0,"kind":"marked",)"
+                         R"("node":"node3","run_id":"","uid":0}],"next":2})");
+  CHECK(paged.events[1].node == "node3");
+  CHECK(paged.events[0].uid == 1000);
+  CHECK(paged.next == 2);
 
   proto::VerdictReply verdict{"r", 0, ar::Verdict::relaunch, "repaired", {{"node[1-3,5]", 4}}};
   const auto relaunch = round_trip(

@@ -276,3 +276,32 @@ TEST_CASE("an existing state folder of the controller's own is made 700", "[stor
   CHECK(std::filesystem::status(own).permissions() == std::filesystem::perms::owner_all);
   CHECK(std::filesystem::exists(own / "auto-resume.db"));
 }
+
+TEST_CASE("a database of the third schema gains the provider's call time and the requester",
+          "[store]") {
+  TempDir dir;
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((dir.path / "auto-resume.db").c_str(), &db) == SQLITE_OK);
+    // Schema 3 as written before the provider's call time had a column.
+    REQUIRE(sqlite3_exec(db,
+                         "CREATE TABLE node_repairs (node TEXT PRIMARY KEY, state TEXT NOT NULL,"
+                         " reason TEXT NOT NULL, mode TEXT NOT NULL, instance INTEGER NOT NULL,"
+                         " attempts INTEGER NOT NULL, next_try INTEGER NOT NULL,"
+                         " started_at INTEGER NOT NULL, detail TEXT NOT NULL);"
+                         "INSERT INTO node_repairs VALUES ('node2', 'waiting', 'Action:Replace',"
+                         " 'wait', 7, 0, 0, 5, '');"
+                         "PRAGMA user_version = 3;",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  ar::Store store(dir.path);
+  const auto repair = store.node_repair("node2");
+  REQUIRE(repair);
+  CHECK(repair->called_at == 0);
+  CHECK(repair->requested_by == -1);
+  auto asked = *repair;
+  asked.requested_by = 0;
+  store.save_node_repair(asked, {ar::EventKind::waiting, "w"});
+  CHECK(store.node_repair("node2")->requested_by == 0);
+}

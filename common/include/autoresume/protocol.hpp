@@ -190,7 +190,8 @@ struct EventsReply {
     std::string run_id;
     std::string kind;
     std::string detail;
-    std::string node;  // a node's events; empty for a step's
+    std::string node;      // a node's events; empty for a step's
+    std::int64_t uid = 0;  // on whose behalf: the step's owner, a replacement's requester
 
     json to_json() const;
     static Event from_json(const json& item);
