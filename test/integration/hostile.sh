@@ -291,7 +291,7 @@ print(names + ",g" + "x" * (4096 - len(names) - 2))')
 # Hole 8: bounded stored sizes and paged replies: long command lines and a
 # flood of events leave root's status and events working.
 hole8_flood() {
-  local big over reply i lines
+  local big over reply i lines cursor
   big=$(python3 -c 'import json; print(json.dumps(["srun", "x" * 16000]))')
   over=$(python3 -c 'import json; print(json.dumps(["srun", "x" * 16400]))')
   reply=$(request_as a register "$(register_fields "$JOB_L" 0 hostile-over "" "$over")")
@@ -328,9 +328,14 @@ hole8_flood() {
   assert_eq "$(grep -c ' hostile-flood-[0-9]* cancelled: ' events.txt)" "$FLOOD_RUNS" \
     "hole 8: cancelled flood runs in root's events"
   awk 'length($0) >= 65536 { exit 1 }' status.txt events.txt || fail "hole 8: a line of 64 KiB or more"
+  "$AR_CLI" status --limit 3 >spage1.txt 2>spage1.err || fail "hole 8: status --limit 3: $(cat spage1.err)"
+  cursor=$(sed -n 's/^auto-resume: more to list: add --before \([0-9]*\)$/\1/p' spage1.err)
+  [[ -n $cursor ]] || fail "hole 8: no cursor after status --limit 3: $(cat spage1.err)"
+  "$AR_CLI" status --before "$cursor" --limit 3 >spage2.txt 2>/dev/null
+  assert_eq "$(tail -n +2 spage1.txt; tail -n +2 spage2.txt)" "$(sed -n 2,7p status.txt)" \
+    "hole 8: two pages of 3 steps in root's status"
   "$AR_CLI" events --limit 5 >page1.txt 2>page1.err || fail "hole 8: events --limit 5: $(cat page1.err)"
   assert_eq "$(wc -l <page1.txt)" 5 "hole 8: events with --limit 5"
-  local cursor
   cursor=$(sed -n 's/^auto-resume: more to list: add --after \([0-9]*\)$/\1/p' page1.err)
   [[ -n $cursor ]] || fail "hole 8: no cursor after events --limit 5: $(cat page1.err)"
   "$AR_CLI" events --after "$cursor" --limit 5 >page2.txt 2>/dev/null
