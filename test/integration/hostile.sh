@@ -51,18 +51,23 @@ users_down() {
       kill -0 "${holder##*/}" 2>/dev/null && exit 0  # another test still uses them
       rm -f "$holder"
     done
-    userdel --force "$USER_A" 2>/dev/null
-    userdel --force "$USER_B" 2>/dev/null
-    true
+    local user
+    for user in "$USER_A" "$USER_B"; do
+      ! id -u "$user" >/dev/null 2>&1 || userdel --force "$user" ||
+        echo "warning: cannot remove the test's user $user" >&2
+    done
   ) 9>"$USERS_LOCK"
 }
 # The users' Python: the system's (root's own may live where they cannot go).
 USER_PYTHON=/usr/bin/python3
 [[ -x $USER_PYTHON ]] || fail "this test runs $USER_PYTHON as its users, and there is none"
-# as USER CMD...: CMD as USER (a or b), in that user's own directory.
+user_of() {  # WHO: the name of user a or b
+  case $1 in a) echo "$USER_A" ;; b) echo "$USER_B" ;; *) fail "no test user '$1'" ;; esac
+}
+# as WHO CMD...: CMD as user WHO (a or b), in that user's own directory.
 as() {
   local name
-  case $1 in a) name=$USER_A ;; b) name=$USER_B ;; *) fail "as: no user '$1'" ;; esac
+  name=$(user_of "$1")
   shift
   (cd "$WORK/$name" && setpriv --reuid="$name" --regid="$(id -g "$name")" --clear-groups "$@")
 }
@@ -96,7 +101,8 @@ if nodelist:
     fields["nodelist"] = nodelist
 print(json.dumps(fields))' "$1" "$2" "$3" "${4:-}" "${5:-[\"srun\",\"true\"]}" "${6:-/tmp}"
 }
-# reply_ok LINE / reply_code LINE: whether a reply line says ok, its error code.
+# reply_field LINE EXPR: EXPR of r, a reply line; reply_code LINE: its error
+# code, or ok.
 reply_field() { python3 -c "import json,sys; r=json.loads(sys.argv[1]); print($2)" "$1"; }
 reply_code() { reply_field "$1" "r.get('error', {}).get('code', 'ok' if r.get('ok') else '?')"; }
 assert_reply() {  # LINE CODE MESSAGE_PATTERN WHAT
@@ -173,7 +179,7 @@ SCRIPT
 # NAME (under WORK/<user>/) in one step, protected or plain; prints its id.
 submit() {
   local who=$1 name=$2 nodes=$3 user dir count
-  user=$([[ $who == a ]] && echo "$USER_A" || echo "$USER_B")
+  user=$(user_of "$who")
   dir=$WORK/$user
   count=$(scontrol show hostnames "$nodes" | wc -l)
   if [[ ${4:-} == protected ]]; then
@@ -187,12 +193,12 @@ submit() {
 # tasks_started WHO NAME ATTEMPT COUNT: COUNT tasks of hold.sh NAME's ATTEMPT ran.
 tasks_started() {
   local user
-  user=$([[ $1 == a ]] && echo "$USER_A" || echo "$USER_B")
+  user=$(user_of "$1")
   [[ $(grep -c "^attempt=$3 " "$WORK/$user/$2.started" 2>/dev/null) == "$4" ]]
 }
 finish() {  # WHO NAME: let hold.sh NAME end
   local user
-  user=$([[ $1 == a ]] && echo "$USER_A" || echo "$USER_B")
+  user=$(user_of "$1")
   touch "$WORK/$user/$2.finish"
 }
 step_nodes() { squeue -h -s --steps="$1" -o %N; }  # JOB.STEP: slurmctld's nodes
