@@ -249,6 +249,20 @@ hole1_shrink() {
   unset "JOB_SIZE[$job]"
 }
 
+# Hole 1 too: a run id says which run; A cannot take, ask about or cancel B's.
+hole1_foreign_run() {
+  local run fields
+  run=$(stored "$JOB_B" "s['run_id']")
+  fields=$(register_fields "$JOB_L" 0 "$run" | sed 's/"attempt": 0/"attempt": 1/')
+  assert_reply "$(request_as a register "$fields")" forbidden "" \
+    "hole 1: A registers A's step as attempt 1 of B's run $run"
+  assert_reply "$(request_as a verdict "{\"run_id\":\"$run\",\"attempt\":0,\"ended\":true}")" forbidden \
+    "belongs to uid $UID_B" "hole 1: A says B's run $run ended"
+  assert_reply "$(request_as a cancel "{\"run_id\":\"$run\",\"attempt\":0}")" forbidden \
+    "belongs to uid $UID_B" "hole 1: A cancels B's run $run"
+  assert_eq "$(stored "$JOB_B" "s['state']")" registered "hole 1: B's step after A's requests for its run"
+}
+
 # Hole 2: a host list from a request is bounded before it is expanded: one
 # 4 KiB list naming millions of hosts changes nothing and stalls nothing.
 hole2_nodelist() {
@@ -437,6 +451,7 @@ phase hole1_shrink
 JOB_L=$(submit a flood node2)
 JOB_SIZE[$JOB_L]=1
 wait_until 30 "A's plain step on node2" tasks_started a flood none 1
+phase hole1_foreign_run
 phase hole2_nodelist
 phase hole8_flood
 phase hole10_escapes
