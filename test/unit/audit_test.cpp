@@ -49,8 +49,7 @@ bool has(const std::string& text, const std::string& part) {
 
 }  // namespace
 
-TEST_CASE("a repair's every root action is audited for the uid and run it serves",
-          "[audit]") {
+TEST_CASE("a repair's every root action is audited for the uid and run it serves", "[audit]") {
   StderrCapture log;
   Rig rig;
   rig.protect();
@@ -58,10 +57,10 @@ TEST_CASE("a repair's every root action is audited for the uid and run it serves
   rig.engine->tick();
   REQUIRE(rig.step().verdict == Verdict::relaunch);
   const auto text = log.text();
-  for (const auto* kind : {"detected", "node_out", "replaced", "expand_helper", "merged",
-                           "expanded", "relaunch"})
-    CHECK(has(text, fmt::format("auto-resumed audit: uid=1000 op=register run=r {}: job 10: ",
-                                kind)));
+  for (const auto* kind :
+       {"detected", "node_out", "replaced", "expand_helper", "merged", "expanded", "relaunch"})
+    CHECK(has(text,
+              fmt::format("auto-resumed audit: uid=1000 op=register run=r {}: job 10: ", kind)));
   CHECK(has(text, "node_out: job 10: node3 set FAIL and out of job 10"));
   for (const auto& e : rig.store->events(std::nullopt, 0)) CHECK(e.uid == 1000);
 }
