@@ -3,7 +3,8 @@
 // from_json (the server picks one by the op; all are tried here). Bad input
 // must be refused with a ProtocolError, nothing else; what a request struct
 // accepted must survive its own to_json and from_json unchanged; the
-// replies echoing the request's id must serialise.
+// replies, the error replies naming what is wrong included, must fit in a
+// line a client reads (kMaxMessageBytes).
 
 #include <typeinfo>
 
@@ -14,15 +15,23 @@ namespace {
 
 using namespace ar::proto;
 
+// A reply line must fit the line limit that clients read with.
+void check_reply(const std::string& line) {
+  if (line.size() > kMaxMessageBytes + 1)
+    ar::fuzz::finding("a reply of " + std::to_string(line.size()) +
+                      " bytes: " + line.substr(0, 200) + "...");
+}
+
 // Parses `body` as a Request; a parsed request must round-trip.
 template <typename Request>
-void parse_as(const json& body) {
+void parse_as(const json& id, const json& body) {
   Request request;
   try {
     request = Request::from_json(body);
   } catch (const ProtocolError& e) {
     if (e.code() != code::kBadRequest)
       ar::fuzz::finding(std::string(Request::kOp) + ": code " + e.code() + " for a bad field");
+    check_reply(error_reply(id, e.code(), e.what()));
     return;
   }
   const auto once = request.to_json();
@@ -39,20 +48,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     request = parse_request(ar::fuzz::text(data, size));
   } catch (const ProtocolError& e) {
-    (void)error_reply(nullptr, e.code(), e.what());
+    check_reply(error_reply(nullptr, e.code(), e.what()));
     return 0;
   }
-  parse_as<HelloRequest>(request.body);
-  parse_as<StepRegistration>(request.body);
-  parse_as<StatusRequest>(request.body);
-  parse_as<EventsRequest>(request.body);
-  parse_as<VerdictRequest>(request.body);
-  parse_as<CancelRequest>(request.body);
-  parse_as<HeartbeatRequest>(request.body);
-  parse_as<ReplaceRequest>(request.body);
-  parse_as<NodesRequest>(request.body);
-  (void)ok_reply(request.id, json::object());
-  (void)error_reply(request.id, code::kBadRequest, "unknown op '" + request.op + "'");
+  parse_as<HelloRequest>(request.id, request.body);
+  parse_as<StepRegistration>(request.id, request.body);
+  parse_as<StatusRequest>(request.id, request.body);
+  parse_as<EventsRequest>(request.id, request.body);
+  parse_as<VerdictRequest>(request.id, request.body);
+  parse_as<CancelRequest>(request.id, request.body);
+  parse_as<HeartbeatRequest>(request.id, request.body);
+  parse_as<ReplaceRequest>(request.id, request.body);
+  parse_as<NodesRequest>(request.id, request.body);
+  check_reply(ok_reply(request.id, json::object()));
+  check_reply(error_reply(request.id, code::kBadRequest, "unknown op '" + request.op + "'"));
   (void)make_request(request.id, request.op, request.cred, std::move(request.body));
   return 0;
 }
