@@ -4,9 +4,12 @@ extern "C" {
 #include <slurm/slurm.h>
 }
 
+#include <charconv>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <type_traits>
 
 namespace ar::slurm {
@@ -16,12 +19,81 @@ namespace {
 using Hostlist =
     std::unique_ptr<std::remove_pointer_t<hostlist_t>, decltype(&slurm_hostlist_destroy)>;
 
+// a * b and a + b, saturating at `cap`.
+std::size_t times(std::size_t a, std::size_t b, std::size_t cap) {
+  return b != 0 && a > cap / b ? cap : std::min(a * b, cap);
+}
+std::size_t plus(std::size_t a, std::size_t b, std::size_t cap) { return std::min(a + b, cap); }
+
+// The number `text` starts with as strtoul reads it (blanks and a '+'
+// first); nothing if none, the largest one if it is too long.
+std::optional<unsigned long long> leading_number(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\n\v\f\r+");
+  if (first == std::string_view::npos) return std::nullopt;
+  unsigned long long n = 0;
+  const auto [ptr, ec] = std::from_chars(text.data() + first, text.data() + text.size(), n);
+  if (ec == std::errc::result_out_of_range) return ~0ULL;
+  if (ec != std::errc()) return std::nullopt;
+  return n;
+}
+
+// The hosts of one bracketed group's ranges ("1-4,7": 5); a part that is
+// no range counts 1 (Slurm refuses it).
+std::size_t group_size(std::string_view group, std::size_t cap) {
+  std::size_t total = 0;
+  std::size_t start = 0;
+  while (start <= group.size()) {
+    const auto end = std::min(group.find(',', start), group.size());
+    const auto part = group.substr(start, end - start);
+    start = end + 1;
+    const auto dash = part.find('-');
+    const auto low = leading_number(part.substr(0, dash));
+    const auto high = dash == std::string_view::npos ? low : leading_number(part.substr(dash + 1));
+    const bool range = low && high && *high >= *low;
+    const auto size = range ? std::min<unsigned long long>(*high - *low, cap - 1) + 1 : 1;
+    total = plus(total, static_cast<std::size_t>(size), cap);
+  }
+  return total;
+}
+
+// An upper bound of the hosts `expression` names, as Slurm reads it
+// without expanding it: the sum over its entries (separated by commas or
+// blanks outside brackets) of the product of its bracketed groups' sizes
+// ("r[1-2]n[1-4]": 8). Saturates at `cap`.
+std::size_t host_bound(std::string_view expression, std::size_t cap) {
+  std::size_t total = 0;
+  std::size_t entry = 1;
+  for (std::size_t i = 0; i < expression.size(); ++i) {
+    const char c = expression[i];
+    if (c == '[') {
+      const auto close = expression.find(']', i);
+      if (close == std::string_view::npos) break;  // no group: one odd name
+      entry = times(entry, group_size(expression.substr(i + 1, close - i - 1), cap), cap);
+      i = close;
+    } else if (c == ',' || c == ' ' || c == '\t' || c == '\n') {
+      total = plus(total, entry, cap);
+      entry = 1;
+    }
+  }
+  return plus(total, entry, cap);
+}
+
+[[noreturn]] void too_many(const std::string& expression, std::size_t max_hosts) {
+  const auto shown = expression.size() > 200 ? expression.substr(0, 200) + "..." : expression;
+  throw std::runtime_error("the node list '" + shown + "' names more than " +
+                           std::to_string(max_hosts) + " hosts");
+}
+
 }  // namespace
 
-std::vector<std::string> expand_hostlist(const std::string& expression) {
+std::vector<std::string> expand_hostlist(const std::string& expression, std::size_t max_hosts) {
+  if (host_bound(expression, max_hosts + 1) > max_hosts) too_many(expression, max_hosts);
   Hostlist list(slurm_hostlist_create(expression.c_str()), &slurm_hostlist_destroy);
   if (!list) throw std::runtime_error("cannot parse the node list '" + expression + "'");
+  const int count = slurm_hostlist_count(list.get());
+  if (count < 0 || static_cast<std::size_t>(count) > max_hosts) too_many(expression, max_hosts);
   std::vector<std::string> hosts;
+  hosts.reserve(static_cast<std::size_t>(count));
   while (char* host = slurm_hostlist_shift(list.get())) {
     hosts.emplace_back(host);
     std::free(host);

@@ -4,14 +4,22 @@
 // through ar_slurm, and the SPANK plugin from the process that loads it
 // (srun's or slurmstepd's own libslurmfull).
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace ar::slurm {
 
+// The most hosts expand_hostlist gives unless told otherwise: Slurm's own
+// limit of one range ("n[1-65536]").
+inline constexpr std::size_t kMaxHosts = 65536;
+
 // The hosts of `expression`, in Slurm's order. Throws std::runtime_error
-// naming an expression Slurm cannot parse.
-std::vector<std::string> expand_hostlist(const std::string& expression);
+// naming an expression Slurm cannot parse, and one naming more than
+// `max_hosts` hosts; the latter before libslurm expands anything (it
+// expands a product of ranges, "a[0-9999]b[0-9999]", whole).
+std::vector<std::string> expand_hostlist(const std::string& expression,
+                                         std::size_t max_hosts = kMaxHosts);
 
 // Slurm's compressed form of `hosts` ("node[1-3]").
 std::string compress_hostlist(const std::vector<std::string>& hosts);
