@@ -4,6 +4,8 @@ extern "C" {
 #include <slurm/slurm.h>
 }
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <memory>
@@ -25,29 +27,20 @@ std::size_t times(std::size_t a, std::size_t b, std::size_t cap) {
 }
 std::size_t plus(std::size_t a, std::size_t b, std::size_t cap) { return std::min(a + b, cap); }
 
-// Numbers in a hostlist from here on are refused: libslurm wraps around
-// past its unsigned long ("x[18446744073709551615]y[1]" never ends).
-constexpr unsigned long long kMaxNumber = 999'999'999'999'999'999ULL;
-
-// What a bracketed group's part starts with, as strtoul reads it (blanks
-// and a '+' first): a number, none, or one of more than kMaxNumber.
-struct Number {
-  std::optional<unsigned long long> value;
-  bool too_large = false;
-};
-Number leading_number(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\n\v\f\r+");
-  if (first == std::string_view::npos) return {};
+// A number of a range: 1 to 18 digits. libslurm reads numbers into an
+// unsigned long and never ends a range that ends at its largest value
+// ("x[18446744073709551615]y[1]", or any longer number, which strtoul
+// makes that).
+std::optional<unsigned long long> range_number(std::string_view text) {
   unsigned long long n = 0;
-  const auto [ptr, ec] = std::from_chars(text.data() + first, text.data() + text.size(), n);
-  if (ec == std::errc::result_out_of_range || (ec == std::errc() && n > kMaxNumber))
-    return {std::nullopt, true};
-  if (ec != std::errc()) return {};
-  return {n, false};
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || text.size() > 18 || ec != std::errc() || ptr != text.data() + text.size())
+    return std::nullopt;
+  return n;
 }
 
-// The hosts of one bracketed group's ranges ("1-4,7": 5); a part that is
-// no range counts 1 (Slurm refuses it). Nothing if a number is too large.
+// The hosts of one bracketed group's ranges ("1-4,7": 5), saturating at
+// `cap`; nothing if it is not a list of ranges.
 std::optional<std::size_t> group_size(std::string_view group, std::size_t cap) {
   std::size_t total = 0;
   std::size_t start = 0;
@@ -56,37 +49,41 @@ std::optional<std::size_t> group_size(std::string_view group, std::size_t cap) {
     const auto part = group.substr(start, end - start);
     start = end + 1;
     const auto dash = part.find('-');
-    const auto low = leading_number(part.substr(0, dash));
-    const auto high = dash == std::string_view::npos ? low : leading_number(part.substr(dash + 1));
-    if (low.too_large || high.too_large) return std::nullopt;
-    const bool range = low.value && high.value && *high.value >= *low.value;
-    const auto size =
-        range ? std::min<unsigned long long>(*high.value - *low.value, cap - 1) + 1 : 1;
-    total = plus(total, static_cast<std::size_t>(size), cap);
+    const auto low = range_number(part.substr(0, dash));
+    const auto high = dash == std::string_view::npos ? low : range_number(part.substr(dash + 1));
+    if (!low || !high || *high < *low) return std::nullopt;
+    total = plus(total,
+                 static_cast<std::size_t>(std::min<unsigned long long>(*high - *low, cap - 1) + 1),
+                 cap);
   }
   return total;
 }
 
-// An upper bound of the hosts `expression` names, as Slurm reads it
-// without expanding it: the sum over its entries (separated by commas or
-// blanks outside brackets) of the product of its bracketed groups' sizes
-// ("r[1-2]n[1-4]": 8). Saturates at `cap`; nothing if a number in a group
-// is too large.
-std::optional<std::size_t> host_bound(std::string_view expression, std::size_t cap) {
+// The hosts `expression` names, saturating at `cap`, counted without
+// expanding it; nothing if it is not a hostlist of the form slurmctld
+// writes, which is all that is handed to libslurm (whose parser takes odd
+// forms in odd ways): entries separated by commas or blanks, each of
+// letters, digits, '-', '_', '.' and bracketed groups of ranges
+// ("rack[1-2]-n[01-10,12]": 22).
+std::optional<std::size_t> count_hosts(std::string_view expression, std::size_t cap) {
   std::size_t total = 0;
-  std::size_t entry = 1;
+  std::size_t entry = 0;  // 0: no entry under way
   for (std::size_t i = 0; i < expression.size(); ++i) {
-    const char c = expression[i];
-    if (c == '[') {
+    const auto c = static_cast<unsigned char>(expression[i]);
+    if (c == ',' || c == ' ' || c == '\t' || c == '\n') {
+      total = plus(total, entry, cap);
+      entry = 0;
+    } else if (c == '[') {
       const auto close = expression.find(']', i);
-      if (close == std::string_view::npos) break;  // no group: one odd name
+      if (close == std::string_view::npos) return std::nullopt;
       const auto size = group_size(expression.substr(i + 1, close - i - 1), cap);
       if (!size) return std::nullopt;
-      entry = times(entry, *size, cap);
+      entry = times(std::max<std::size_t>(entry, 1), *size, cap);
       i = close;
-    } else if (c == ',' || c == ' ' || c == '\t' || c == '\n') {
-      total = plus(total, entry, cap);
-      entry = 1;
+    } else if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.') {
+      entry = std::max<std::size_t>(entry, 1);
+    } else {
+      return std::nullopt;
     }
   }
   return plus(total, entry, cap);
@@ -105,17 +102,16 @@ std::string shown(const std::string& expression) {
 }  // namespace
 
 std::vector<std::string> expand_hostlist(const std::string& expression, std::size_t max_hosts) {
-  const auto bound = host_bound(expression, max_hosts + 1);
-  if (!bound)
-    throw std::runtime_error("cannot parse the node list '" + shown(expression) +
-                             "': a number in it is larger than " + std::to_string(kMaxNumber));
-  if (*bound > max_hosts) too_many(expression, max_hosts);
+  const auto count = count_hosts(expression, max_hosts + 1);
+  if (!count) throw std::runtime_error("cannot parse the node list '" + shown(expression) + "'");
+  if (*count > max_hosts) too_many(expression, max_hosts);
   Hostlist list(slurm_hostlist_create(expression.c_str()), &slurm_hostlist_destroy);
-  if (!list) throw std::runtime_error("cannot parse the node list '" + expression + "'");
-  const int count = slurm_hostlist_count(list.get());
-  if (count < 0 || static_cast<std::size_t>(count) > max_hosts) too_many(expression, max_hosts);
+  if (!list) throw std::runtime_error("cannot parse the node list '" + shown(expression) + "'");
+  const int slurm_count = slurm_hostlist_count(list.get());
+  if (slurm_count < 0 || static_cast<std::size_t>(slurm_count) > max_hosts)
+    too_many(expression, max_hosts);
   std::vector<std::string> hosts;
-  hosts.reserve(static_cast<std::size_t>(count));
+  hosts.reserve(static_cast<std::size_t>(slurm_count));
   while (char* host = slurm_hostlist_shift(list.get())) {
     hosts.emplace_back(host);
     std::free(host);
