@@ -3,12 +3,10 @@
 // Bad input must be refused with a std::runtime_error naming it, nothing
 // else; an expression naming more hosts than asked for (4,096 here, to
 // keep the runs quick; kMaxHosts by default) too, before libslurm expands
-// anything (the memory limit catches that). Hosts named as slurm.conf
-// names nodes (a letter, then letters, digits, '-', '_', '.'; numbers
-// within 64 bits) must
-// compress to an expression of the same hosts. libslurm's own quirks with
-// other names are left alone: it takes "n[1-3]x[" for one host
-// "n[1-3]x]", and numbers past 64 bits for 18446744073709551615.
+// anything (the memory limit and the timeout catch that). Hosts named as
+// slurm.conf names nodes (a letter, then letters, digits, '-', '_', '.';
+// numbers within 64 bits) must compress to an expression of the same
+// hosts.
 
 #include "hostlist.hpp"
 
