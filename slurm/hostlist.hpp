@@ -10,13 +10,17 @@
 
 namespace ar::slurm {
 
-// The most hosts a list may expand to: a few bytes name millions of hosts
-// ("a[0-9999999]"), so every list is counted before it is expanded.
+// The most hosts expand_hostlist gives unless told otherwise: Slurm's own
+// limit of one range ("n[1-65536]").
 inline constexpr std::size_t kMaxHosts = 65536;
 
 // The hosts of `expression`, in Slurm's order. Throws std::runtime_error
-// naming an expression Slurm cannot parse or one of more than `max_hosts`
-// hosts.
+// naming an expression that is not of the form slurmctld writes (entries
+// of letters, digits, '-', '_', '.' and bracketed ranges of numbers of at
+// most 18 digits: "rack[1-2]-n[01-10,12]") or that Slurm cannot parse, and
+// one naming more than `max_hosts` hosts; both before libslurm reads it
+// (it expands a product of ranges, "a[0-9999]b[0-9999]", whole, and
+// never ends a range that ends at its largest unsigned long).
 std::vector<std::string> expand_hostlist(const std::string& expression,
                                          std::size_t max_hosts = kMaxHosts);
 

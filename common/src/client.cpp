@@ -80,17 +80,20 @@ Reply call_controller(const Endpoint& endpoint, std::chrono::milliseconds timeou
     Fd sock = connect_tcp(endpoint, deadline);
     send_all(sock.get(), proto::make_request(1, op, cred, std::move(fields)), deadline);
     const auto line = receive_line(sock.get(), deadline);
-    const auto reply = proto::json::parse(line, nullptr, false);
+    auto reply = proto::json::parse(line, nullptr, false);
     if (reply.is_discarded() || !reply.is_object() || !reply.contains("ok"))
       throw ClientError("the controller sent a malformed reply");
     Reply out;
     out.ok = reply.value("ok", false);
+    // Moved out, never copied: a copy recurses as deep as the JSON is
+    // nested, and a reply of 32,000 nested arrays overflowed the stack.
+    const auto it = reply.find(out.ok ? "result" : "error");
+    auto field = it != reply.end() ? std::move(*it) : proto::json::object();
     if (out.ok) {
-      out.result = reply.value("result", proto::json::object());
+      out.result = std::move(field);
     } else {
-      const auto error = reply.value("error", proto::json::object());
-      out.code = error.value("code", std::string(proto::code::kInternal));
-      out.message = error.value("message", std::string("no message"));
+      out.code = field.value("code", std::string(proto::code::kInternal));
+      out.message = field.value("message", std::string("no message"));
     }
     return out;
   } catch (const ClientError& e) {

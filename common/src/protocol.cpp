@@ -17,6 +17,15 @@ std::string line_of(json reply) {
 
 std::string named(const char* field) { return std::string("field '") + field + "'"; }
 
+// `value` as an error message shows it: its JSON, cut to 64 bytes. A reply
+// escapes the message once more, and must fit in a line.
+std::string shown(const json& value) {
+  constexpr std::size_t kShown = 64;
+  auto text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > kShown) text = text.substr(0, kShown - 3) + "...";
+  return text;
+}
+
 const json& required(const json& body, const char* field) {
   const auto it = body.find(field);
   if (it == body.end()) bad(std::string("missing field '") + field + "'");
@@ -38,7 +47,7 @@ std::uint32_t get_u32(const json& body, const char* field) {
                         ? value.get<std::uint64_t>() <= 0xffffffffULL
                         : value.is_number_integer() && value.get<std::int64_t>() >= 0 &&
                               value.get<std::int64_t>() <= 0xffffffffLL;
-  if (!fits) bad(named(field) + " must be an unsigned 32-bit integer, got " + value.dump());
+  if (!fits) bad(named(field) + " must be an unsigned 32-bit integer, got " + shown(value));
   return static_cast<std::uint32_t>(value.get<std::uint64_t>());
 }
 
@@ -46,13 +55,13 @@ std::int64_t get_i64(const json& body, const char* field) {
   const auto& value = required(body, field);
   const bool fits = value.is_number_unsigned() ? value.get<std::uint64_t>() <= 0x7fffffffffffffffULL
                                                : value.is_number_integer();
-  if (!fits) bad(named(field) + " must be a 64-bit integer, got " + value.dump());
+  if (!fits) bad(named(field) + " must be a 64-bit integer, got " + shown(value));
   return value.get<std::int64_t>();
 }
 
 bool get_bool(const json& body, const char* field) {
   const auto& value = required(body, field);
-  if (!value.is_boolean()) bad(named(field) + " must be true or false, got " + value.dump());
+  if (!value.is_boolean()) bad(named(field) + " must be true or false, got " + shown(value));
   return value.get<bool>();
 }
 
@@ -103,7 +112,7 @@ E get_named(const json& body, const char* field, const char* what) {
 
 // A reply's result: an object, whatever its fields.
 const json& result_object(const json& result) {
-  if (!result.is_object()) bad("the result must be a JSON object, got " + result.dump());
+  if (!result.is_object()) bad("the result must be a JSON object, got " + shown(result));
   return result;
 }
 
@@ -111,7 +120,7 @@ const json& result_object(const json& result) {
 template <typename Item>
 Item nested(const json& item, const char* field, std::optional<std::size_t> index = {}) {
   const auto where = named(field) + (index ? " item " + std::to_string(*index) : "");
-  if (!item.is_object()) bad(where + " must be an object, got " + item.dump());
+  if (!item.is_object()) bad(where + " must be an object, got " + shown(item));
   try {
     return Item::from_json(item);
   } catch (const ProtocolError& e) {
@@ -157,7 +166,7 @@ Request parse_request(std::string_view line) {
   if (v == body.end()) bad("missing field 'v' (protocol version)");
   if (!v->is_number_integer()) bad("field 'v' must be an integer");
   if (v->get<long long>() != kVersion)
-    throw ProtocolError(code::kVersion, "protocol version " + v->dump() +
+    throw ProtocolError(code::kVersion, "protocol version " + shown(*v) +
                                             " is not supported (this server speaks " +
                                             std::to_string(kVersion) + ")");
   request.op = get_string(body, "op", 64);
@@ -499,10 +508,10 @@ NodesReply NodesReply::from_json(const json& result) {
   NodesReply reply;
   reply.replacements = get_items<Replacement>(body, "replacements");
   const auto& heard = required(body, "heartbeats");
-  if (!heard.is_object()) bad("field 'heartbeats' must be an object, got " + heard.dump());
+  if (!heard.is_object()) bad("field 'heartbeats' must be an object, got " + shown(heard));
   for (const auto& [node, age] : heard.items()) {
     if (!age.is_number())
-      bad("field 'heartbeats': '" + node + "' must be a number of seconds, got " + age.dump());
+      bad("field 'heartbeats': '" + node + "' must be a number of seconds, got " + shown(age));
     reply.heartbeats[node] = age.get<double>();
   }
   return reply;

@@ -1,10 +1,13 @@
 #include "autoresume/client.hpp"
 
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -104,4 +107,54 @@ TEST_CASE("call_controller rejects a closed connection or a malformed reply", "[
   CHECK_THROWS_WITH(ar::call_controller(listener.endpoint(), 2s, "hello", "C", {}),
                     Contains("malformed reply"));
   garbler.join();
+}
+
+// Runs `body` on a thread of a `stack_bytes` stack, and waits for it.
+void on_small_stack(std::size_t stack_bytes, const std::function<void()>& body) {
+  pthread_attr_t attr;
+  REQUIRE(pthread_attr_init(&attr) == 0);
+  REQUIRE(pthread_attr_setstacksize(&attr, stack_bytes) == 0);
+  pthread_t thread;
+  auto run = [](void* arg) -> void* {
+    (*static_cast<const std::function<void()>*>(arg))();
+    return nullptr;
+  };
+  REQUIRE(pthread_create(&thread, &attr, run, const_cast<std::function<void()>*>(&body)) == 0);
+  pthread_attr_destroy(&attr);
+  REQUIRE(pthread_join(thread, nullptr) == 0);
+}
+
+// Found by fuzz/reply.cpp: the reply's result and error were copied out of
+// the parsed line, a recursion as deep as the JSON; a reply of 32,000
+// nested arrays (64 KB, within the line limit) overflowed the stack of
+// srun, the CLI or the node agent. Reading a reply takes a stack of a size
+// that does not grow with its nesting.
+TEST_CASE("call_controller reads a reply nested as deep as a line allows", "[client]") {
+  constexpr std::size_t kDepth = 32'000;
+  const auto nested = std::string(kDepth, '[') + std::string(kDepth, ']');
+  Listener listener(true);
+  std::string request;
+  for (const auto* field : {"\"ok\":true,\"result\":", "\"ok\":false,\"error\":"}) {
+    CAPTURE(field);
+    auto server =
+        serve_once(listener.fd, "{\"v\":1," + std::string(field) + nested + "}\n", &request);
+    std::optional<ar::Reply> reply;
+    std::string error;
+    on_small_stack(1 << 20, [&] {
+      try {
+        reply = ar::call_controller(listener.endpoint(), 5s, "status", "C", {});
+      } catch (const ar::ClientError& e) {
+        error = e.what();
+      }
+    });
+    server.join();
+    if (std::string_view(field).find("true") != std::string_view::npos) {
+      REQUIRE(reply);  // the result is the caller's to judge
+      CHECK(reply->ok);
+      CHECK(reply->result.is_array());
+    } else {
+      CHECK_FALSE(reply);  // an error must be an object
+      CHECK_THAT(error, Contains("malformed reply"));
+    }
+  }
 }

@@ -2,10 +2,8 @@
 // on Slurm's word about the step, never from a reservation the job is not
 // in, and never by lifting an admin's drain.
 
-#include <fmt/core.h>
-
 #include "engine_rig.hpp"
-#include "hostlist.hpp"
+#include "hostlist.hpp"  // compress_hostlist
 
 namespace {
 
@@ -109,17 +107,4 @@ TEST_CASE("an idle node an admin drained is no replacement and keeps its drain",
   CHECK_FALSE(rig.slurm.updated("undrain node5"));
   CHECK_FALSE(rig.slurm.updated("resume node5"));
   CHECK(rig.slurm.nodes["node5"].reason == "bad DIMM, ticket 42");
-}
-
-TEST_CASE("a host list is counted before it is expanded", "[hostlist][trust]") {
-  CHECK(ar::slurm::expand_hostlist("node[1-3]").size() == 3);
-  CHECK(ar::slurm::expand_hostlist("node[1-4]", 4).size() == 4);
-  CHECK_THROWS_WITH(ar::slurm::expand_hostlist("node[1-5]", 4),
-                    "the node list 'node[1-5]' names 5 hosts, more than the limit of 4");
-  // Millions of names from a few bytes are refused before one is made.
-  std::string huge;
-  for (int i = 0; i < 100; ++i) huge += (i ? "," : "") + fmt::format("g{}x[0-65535]", i);
-  CHECK_THROWS_WITH(ar::slurm::expand_hostlist(huge),
-                    Catch::Matchers::Contains("names 6553600 hosts, more than the limit of "
-                                              "65536"));
 }

@@ -105,3 +105,16 @@ TEST_CASE("only neuron<N> directories count as Neuron devices", "[health]") {
   CHECK(r.status == Status::fail);
   CHECK(r.detail.starts_with("2 Neuron devices in "));
 }
+
+// Found by fuzz/neuron.cpp: a counter that could be opened but not read
+// (here a "total" that is a directory; on a node, a device whose driver
+// answers EIO) threw out of the check instead of failing it.
+TEST_CASE("a Neuron counter that cannot be read fails the check naming it", "[health]") {
+  const Tree tree("healthy.txt");
+  const auto total = tree.root() / "neuron1/neuron_core0/stats/status/hw_error/total";
+  fs::remove(total);
+  fs::create_directories(total);
+  const auto r = ar::health::check_neuron_sysfs(tree.root(), 2);
+  CHECK(r.status == Status::fail);
+  CHECK(r.detail == "cannot read " + total.string() + ": Is a directory");
+}

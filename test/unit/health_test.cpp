@@ -92,6 +92,20 @@ TEST_CASE("the CPU stress check reads stress-ng's cpu throughput", "[health]") {
   CHECK(r.detail == "cpu 2753 bogo ops/s (baseline 3000)");
 }
 
+// Found by fuzz/stress_ng.cpp: a rate of "nan" compared false against the
+// baseline and passed the check.
+TEST_CASE("a cpu throughput that is not a finite number of ops is no metric", "[health]") {
+  for (const auto* rate : {"nan", "-nan", "inf", "-2753.37"}) {
+    const auto output = std::string("stress-ng: metrc: [14990] cpu  2756  1.00  1.34  0.17  ") +
+                        rate + "  1826.68\n";
+    CAPTURE(rate);
+    CHECK_FALSE(ar::health::cpu_ops_per_second(output));
+    const auto r = ar::health::check_cpu_stress(output, 0, 3000.0, 0.5);
+    CHECK(r.status == Status::fail);
+    CHECK(r.detail == "no cpu metrics in stress-ng's output");
+  }
+}
+
 TEST_CASE("the CPU stress check fails on errors and on a slow CPU", "[health]") {
   auto r = ar::health::check_cpu_stress(fixture("stress-ng", "verify-failure.txt"), 2, std::nullopt,
                                         0.5);

@@ -432,3 +432,26 @@ TEST_CASE("a reply names the field it finds wrong", "[protocol]") {
   CHECK_THROWS_WITH(proto::StatusReply::from_json("x"),
                     Equals("the result must be a JSON object, got \"x\""));
 }
+
+// Found by fuzz/request.cpp: an error echoed the whole value it refused,
+// which the reply escapes once more; a request of 60 KB made a reply of
+// 70 KB, over the line a client reads ("reply too large" instead of what
+// was wrong).
+TEST_CASE("an error naming a refused value fits in a reply line", "[protocol]") {
+  const auto big_string = std::string(10'000, '\x01');
+  const auto big_array = json(std::vector<std::string>(8'000, "\""));
+  for (const auto& value : {json(big_string), big_array, json{{"a", big_string}}}) {
+    const auto body = with(json::object(), "job_id", value);
+    REQUIRE(body.dump().size() < proto::kMaxMessageBytes);
+    try {
+      proto::StatusRequest::from_json(body);
+      FAIL_CHECK("accepted");
+    } catch (const ProtocolError& e) {
+      const auto reply = proto::error_reply(1, e.code(), e.what());
+      CHECK(reply.size() <= proto::kMaxMessageBytes + 1);
+      CHECK_THAT(e.what(), Contains("field 'job_id' must be an unsigned 32-bit integer, got ") &&
+                               Contains("..."));
+      CHECK(std::string(e.what()).size() < 200);
+    }
+  }
+}

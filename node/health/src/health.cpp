@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <pugixml.hpp>
 #include <stdexcept>
@@ -152,7 +153,11 @@ std::optional<double> cpu_ops_per_second(std::string_view output) {
     double rate = 0;
     const auto [ptr, ec] =
         std::from_chars(words[5].data(), words[5].data() + words[5].size(), rate);
-    if (ec == std::errc() && ptr == words[5].data() + words[5].size()) return rate;
+    // A throughput is a finite count of ops: "nan" would compare false
+    // against any baseline and pass.
+    if (ec == std::errc() && ptr == words[5].data() + words[5].size() && std::isfinite(rate) &&
+        rate >= 0)
+      return rate;
   }
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <ios>
 #include <iterator>
 #include <string>
 #include <system_error>
@@ -57,8 +58,18 @@ Counter read_counter(const fs::path& path) {
   if (!in)
     return {std::nullopt, "cannot read " + file.string() +
                               (errno != 0 ? std::string(": ") + std::strerror(errno) : "")};
-  const std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return {std::nullopt, "cannot read " + file.string()};
+  // libstdc++ throws on a read error (EIO from a failing device's driver,
+  // EISDIR): the counter cannot be read, which fails the check.
+  std::string content;
+  errno = 0;
+  try {
+    content.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {
+    in.setstate(std::ios_base::badbit);
+  }
+  if (in.bad())
+    return {std::nullopt, "cannot read " + file.string() +
+                              (errno != 0 ? std::string(": ") + std::strerror(errno) : "")};
   const auto value = text::count(content);
   if (!value)
     return {std::nullopt, "no count in " + file.string() + ": '" +
