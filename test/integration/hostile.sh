@@ -298,15 +298,16 @@ print(names + ",g" + "x" * (4096 - len(names) - 2))')
 # TODO(issue 10, hole 3): idle unauthenticated connections (a flood from
 # another uid and source address) must not lock out root's CLI nor other
 # users' sruns; replay it here once the connection caps are in main.
-# TODO(issue 10, hole 4): required=1 with the README's plugstack line must
-# fail a step that cannot register; replay it here once that is in main.
+# Hole 4 (required=1 under an optional plugstack line) is replayed by
+# option.sh, which needs clusters with other plugstack lines.
 # TODO(issue 10, hole 5): protocol v2: a forged controller (a user's listener
 # on the port while the controller is down) and a replayed or altered
 # credential (mode=wait replayed as force) must be refused; replay here.
 # TODO(issue 10, hole 6): a heartbeat for a node from a peer that is not the
 # node's address must be refused; replay here once heartbeats are bound.
-# TODO(issue 10, hole 7): srun's wait has a client-side limit and every
-# repair ends within repair_timeout; replay a half-open controller here.
+# Hole 7 (srun's wait limits against a half-open controller or one that
+# answers wait forever) is replayed by srun_wait.sh; the controller's own
+# deadline by the unit tests ([limits]).
 
 # Hole 8: bounded stored sizes and paged replies: long command lines and a
 # flood of events leave root's status and events working.
@@ -362,8 +363,7 @@ hole8_flood() {
   assert_eq "$(cat page1.txt page2.txt)" "$(head -n 10 events.txt)" "hole 8: two pages of 5 events"
 }
 
-# TODO(issue 10, hole 11): every action root takes is logged with who asked
-# (uid, op, run) in the controller's log and events; assert it here.
+# Hole 11 (audit) is checked at the end, on the repair of B's job.
 
 # Hole 9: state_dir: a shared (1777) folder or another user's is refused,
 # and left as it is.
@@ -502,4 +502,14 @@ assert_contains "$b_out" "^srun exit 0$" "B's batch script"
 assert_eq "$(python3 -c 'import json,sys; print(sorted((s["attempt"], s.get("verdict", "")) for s in json.load(sys.stdin)["steps"]))' <b-status.json)" \
   "[(0, 'relaunch'), (1, 'no_fault')]" "the verdicts of B's run"
 assert_eq "$(job_state "$JOB_A3")" COMPLETED "A's job after the node kill"
+
+# Hole 11: what root did for B is audited with B's uid, op and run, in the
+# log and in the events.
+b_run=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["steps"][0]["run_id"])' <b-status.json)
+assert_contains "$WORK/controller.log" \
+  "auto-resumed audit: uid=$UID_B op=register run=$b_run node_out: job $JOB_B: node5 set FAIL" \
+  "hole 11: the audit line of B's node_out"
+"$AR_CLI" events --json >events.json
+assert_eq "$(python3 -c 'import json,sys; print(sorted({e["uid"] for e in json.load(sys.stdin)["events"] if e["run_id"] == sys.argv[1]}))' "$b_run" <events.json)" \
+  "[$UID_B]" "hole 11: the uid on the events of B's run"
 note "ok"
