@@ -28,7 +28,15 @@ Context make_context(const std::string& socket) {
 std::string credential_payload(const std::string& op) { return "slurm-auto-resume/1 " + op; }
 
 std::string munge_encode_credential(const std::string& socket, const std::string& payload) {
-  auto ctx = make_context(socket);
+  return MungeDaemon(socket).encode(payload, std::nullopt);
+}
+
+std::string MungeDaemon::encode(const std::string& payload, std::optional<uid_t> restrict_uid) {
+  auto ctx = make_context(socket_);
+  if (restrict_uid &&
+      munge_ctx_set(ctx.get(), MUNGE_OPT_UID_RESTRICTION, *restrict_uid) != EMUNGE_SUCCESS)
+    throw MungeError("cannot restrict a munge credential to uid " + std::to_string(*restrict_uid) +
+                     ": " + munge_ctx_strerror(ctx.get()));
   char* cred = nullptr;
   if (const auto rc =
           munge_encode(&cred, ctx.get(), payload.data(), static_cast<int>(payload.size()));
@@ -39,7 +47,11 @@ std::string munge_encode_credential(const std::string& socket, const std::string
 }
 
 MungeIdentity munge_decode_credential(const std::string& cred, const std::string& socket) {
-  auto ctx = make_context(socket);
+  return MungeDaemon(socket).decode(cred);
+}
+
+MungeIdentity MungeDaemon::decode(const std::string& cred) {
+  auto ctx = make_context(socket_);
   void* payload = nullptr;
   int length = 0;
   MungeIdentity identity;
