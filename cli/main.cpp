@@ -12,7 +12,6 @@
 #include "autoresume/client.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
-#include "autoresume/munge_cred.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/text.hpp"
 #include "autoresume/version.hpp"
@@ -90,23 +89,19 @@ class Refused : public std::runtime_error {
 };
 
 struct Controller {
-  ar::Endpoint endpoint;
-  std::chrono::milliseconds timeout;
-  std::string munge_socket;
+  ar::ClientOptions options;
   bool as_json = false;  // print the reply as JSON rather than in words
 };
 
 // Sends `request`; prints the typed reply as JSON, or with `print`.
 template <typename Request, typename Print>
 void ask(const Controller& controller, const Request& request, Print&& print) {
-  const auto reply = ar::call_controller(
-      controller.endpoint, controller.timeout, Request::kOp,
-      ar::munge_encode_credential(controller.munge_socket, ar::credential_payload(Request::kOp)),
-      request.to_json());
-  if (!reply.ok)
-    throw Refused(
-        fmt::format("the controller refused {}: {}: {}", Request::kOp, reply.code, reply.message));
-  const auto result = Request::Reply::from_json(reply.result);
+  typename Request::Reply result;
+  try {
+    result = ar::Client(controller.options).send(request);
+  } catch (const ar::Refused& e) {
+    throw Refused(fmt::format("the controller refused {}: {}", Request::kOp, e.what()));
+  }
   if (controller.as_json)
     fmt::print("{}\n", result.to_json().dump(2));
   else
@@ -153,7 +148,7 @@ void add_commands(CLI::App& app, Commands& c) {
 void run(const Controller& controller, const Commands& c) {
   if (c.hello->parsed())
     ask(controller, proto::HelloRequest{},
-        [&](const proto::HelloReply& reply) { print_hello(reply, controller.endpoint); });
+        [&](const proto::HelloReply& reply) { print_hello(reply, controller.options.endpoint); });
   if (c.status->parsed()) {
     proto::StatusRequest request;
     if (c.job_filter != 0) request.job_id = c.job_filter;
@@ -195,6 +190,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--munge-socket", munge_socket,
                  "munged's socket (env AUTO_RESUME_MUNGE_SOCKET; default: munge's own)");
+  uid_t controller_uid = 0;
+  app.add_option("--controller-uid", controller_uid,
+                 "The uid auto-resumed runs as, if not root (env AUTO_RESUME_CONTROLLER_UID): "
+                 "its replies must come from root or this uid")
+      ->envname("AUTO_RESUME_CONTROLLER_UID")
+      ->capture_default_str();
   app.add_option("--timeout", timeout_seconds, "Seconds to wait for the controller")
       ->check(CLI::Range(0.1, 300.0))
       ->capture_default_str();
@@ -213,8 +214,9 @@ int main(int argc, char** argv) {
       fmt::print("{}", ar::render(ar::load_daemon_config(config_file)));
       return 0;
     }
-    run({ar::parse_endpoint("--controller", controller),
-         std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000)), munge_socket,
+    run({{ar::parse_endpoint("--controller", controller),
+          std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000)), munge_socket,
+          controller_uid},
          as_json},
         commands);
   } catch (const ar::ConfigError& e) {
@@ -224,8 +226,8 @@ int main(int argc, char** argv) {
     line(stderr, fmt::format("auto-resume: {}", e.what()));
     return 1;
   } catch (const ar::ClientError& e) {
-    line(stderr, fmt::format("auto-resume: the controller at {} cannot be reached: {}", controller,
-                             e.what()));
+    line(stderr,
+         fmt::format("auto-resume: no answer from the controller at {}: {}", controller, e.what()));
     return 1;
   } catch (const ar::MungeError& e) {
     line(stderr, fmt::format("auto-resume: {}", e.what()));

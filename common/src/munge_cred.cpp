@@ -25,12 +25,6 @@ Context make_context(const std::string& socket) {
 
 }  // namespace
 
-std::string credential_payload(const std::string& op) { return "slurm-auto-resume/1 " + op; }
-
-std::string munge_encode_credential(const std::string& socket, const std::string& payload) {
-  return MungeDaemon(socket).encode(payload, std::nullopt);
-}
-
 std::string MungeDaemon::encode(const std::string& payload, std::optional<uid_t> restrict_uid) {
   auto ctx = make_context(socket_);
   if (restrict_uid &&
@@ -44,10 +38,6 @@ std::string MungeDaemon::encode(const std::string& payload, std::optional<uid_t>
     throw MungeError(std::string("munge_encode failed: ") + munge_strerror(rc));
   std::unique_ptr<char, decltype(&std::free)> owned(cred, &std::free);
   return std::string(cred);
-}
-
-MungeIdentity munge_decode_credential(const std::string& cred, const std::string& socket) {
-  return MungeDaemon(socket).decode(cred);
 }
 
 MungeIdentity MungeDaemon::decode(const std::string& cred) {

@@ -5,7 +5,11 @@
 namespace ar {
 
 std::string_view plugin_config_keys() {
-  return "controller, required, connect_timeout, munge_socket";
+  return "controller, required, connect_timeout, munge_socket, controller_uid";
+}
+
+ClientOptions client_options(const PluginConfig& config) {
+  return {config.controller, config.connect_timeout, config.munge_socket, config.controller_uid};
 }
 
 PluginConfig parse_plugin_config(std::span<const std::string> args) {
@@ -20,6 +24,8 @@ PluginConfig parse_plugin_config(std::span<const std::string> args) {
       config.connect_timeout = parse_seconds(key, value, std::chrono::seconds(60));
     } else if (key == "munge_socket") {
       config.munge_socket = parse_absolute_path(key, value);
+    } else if (key == "controller_uid") {
+      config.controller_uid = static_cast<uid_t>(parse_uint(key, value, 0, 0xfffffffe));
     } else {
       throw ConfigError("unknown plugstack.conf argument '" + key +
                         "' (known: " + std::string(plugin_config_keys()) + ")");

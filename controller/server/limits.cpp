@@ -14,8 +14,8 @@ ConnectionLimits connection_limits(const DaemonConfig& config, std::size_t descr
   limits.max_unauthenticated = config.max_unauthenticated;
   limits.max_user_connections = config.max_user_connections;
   limits.privileged_connections = config.privileged_connections;
-  const std::size_t kept = std::size_t{config.reserved_fds} + config.privileged_connections +
-                           config.max_unauthenticated;
+  const std::size_t kept =
+      std::size_t{config.reserved_fds} + config.privileged_connections + config.max_unauthenticated;
   if (descriptors <= kept)
     throw ConfigError(fmt::format(
         "{} descriptors are free (RLIMIT_NOFILE; LimitNOFILE= in a systemd unit): too few for "

@@ -30,12 +30,14 @@ struct Server::Connection {
   // after each request.
   asio::steady_timer deadline;
   State state = State::waiting;
-  // Waiting for its first whole line (or for another after a refused
-  // credential): the connection may be closed for a newer one.
+  // Waiting for its first whole line: the connection may be closed for a
+  // newer one.
   bool evictable = true;
   uid_t uid = 0;
   bool privileged = false;
   std::list<ConnectionPtr>::iterator in_waiting;
+  session::Keys keys;          // once authenticated
+  std::uint64_t last_seq = 0;  // of the last request answered
 };
 
 Server::Server(asio::io_context& io, asio::thread_pool& workers, const Endpoint& listen,
@@ -161,72 +163,84 @@ void Server::arm_refusal_flush() {
   });
 }
 
-Server::Authenticated Server::authenticate(std::string line) {
-  Authenticated out;
+Server::Handshake Server::handshake(std::string line) {
+  Handshake out;
   try {
-    out.request = proto::parse_request(line);
+    out.hello = session::answer_client_hello(line, munge_);
   } catch (const proto::ProtocolError& e) {
-    out.error_reply = proto::error_reply(nullptr, e.code(), e.what());
+    out.error_line = session::error_line(e.code(), e.what());
     return out;
   }
-  try {
-    const auto identity = munge_.decode(out.request.cred);
-    if (identity.payload != credential_payload(out.request.op)) {
-      out.error_reply =
-          proto::error_reply(out.request.id, code::kUnauthenticated,
-                             "the credential was not made for op '" + out.request.op + "'");
-      return out;
-    }
-    out.uid = identity.uid;
-  } catch (const MungeError& e) {
-    out.error_reply = proto::error_reply(out.request.id, code::kUnauthenticated, e.what());
-    return out;
-  }
-  out.privileged = privileged_(out.uid);
+  out.privileged = privileged_(out.hello.uid);
   return out;
 }
 
-std::string Server::serve(const proto::Request& request, uid_t caller) {
+Server::Served Server::serve(std::string line, const session::Keys& keys, std::uint64_t last_seq,
+                             uid_t caller) {
+  session::Opened opened;
   try {
-    return handle_(request, caller);
+    opened = session::open(line, keys, session::Direction::request);
+  } catch (const proto::ProtocolError& e) {
+    return {session::error_line(e.code(), e.what()), 0, true};
+  }
+  if (opened.seq <= last_seq)
+    return {session::error_line(code::kUnauthenticated,
+                                fmt::format("sequence number {} is not above {}: a replayed or "
+                                            "reordered request",
+                                            opened.seq, last_seq)),
+            0, true};
+  proto::Request request;
+  std::string body;
+  try {
+    request = proto::parse_request(opened.body);
+    body = handle_(request, caller);
+  } catch (const proto::ProtocolError& e) {
+    body = proto::error_reply(request.id, e.code(), e.what());
   } catch (const std::exception& e) {
     log::error("op '{}' from uid {} failed: {}", request.op, caller, e.what());
-    return proto::error_reply(request.id, code::kInternal, e.what());
+    body = proto::error_reply(request.id, code::kInternal, e.what());
   }
+  return {session::seal(keys, session::Direction::reply, opened.seq, body), opened.seq, false};
 }
 
 // Coroutine functions rather than capturing lambdas: a lambda's captures
 // live in the lambda object, which is gone before the coroutine runs.
-asio::awaitable<Server::Authenticated> Server::authenticate_on_worker(std::string line) {
-  co_return authenticate(std::move(line));
+asio::awaitable<Server::Handshake> Server::handshake_on_worker(std::string line) {
+  co_return handshake(std::move(line));
 }
-asio::awaitable<std::string> Server::serve_on_worker(proto::Request request, uid_t caller) {
-  co_return serve(request, caller);
+asio::awaitable<Server::Served> Server::serve_on_worker(std::string line, session::Keys keys,
+                                                        std::uint64_t last_seq, uid_t caller) {
+  co_return serve(std::move(line), keys, last_seq, caller);
 }
 
 asio::awaitable<std::string> Server::answer_line(Connection& connection, std::string line,
                                                  bool& close_after) {
-  const bool first = connection.state == Connection::State::waiting;
-  connection.evictable = false;
-  auto auth = co_await asio::co_spawn(workers_, authenticate_on_worker(std::move(line)),
-                                      net::use_awaitable);
-  if (!connection.socket.is_open()) {  // its deadline passed meanwhile
-    close_after = true;
-    co_return std::string();
-  }
-  if (!auth.error_reply.empty()) {
-    connection.evictable = first;
-    co_return auth.error_reply;
-  }
-  if (first) {
-    if (const auto why = promote(connection, auth.uid, auth.privileged); !why.empty()) {
-      refused(why);
+  if (connection.state == Connection::State::authenticated) {
+    auto served = co_await asio::co_spawn(
+        workers_,
+        serve_on_worker(std::move(line), connection.keys, connection.last_seq, connection.uid),
+        net::use_awaitable);
+    if (served.close) {
       close_after = true;
-      co_return proto::error_reply(auth.request.id, code::kBusy, why);
+    } else {
+      connection.last_seq = served.seq;
     }
+    co_return std::move(served.line);
   }
-  co_return co_await asio::co_spawn(workers_, serve_on_worker(std::move(auth.request), auth.uid),
-                                    net::use_awaitable);
+  // The first line: the session's hello. A failed one closes the connection.
+  connection.evictable = false;
+  close_after = true;
+  auto shake =
+      co_await asio::co_spawn(workers_, handshake_on_worker(std::move(line)), net::use_awaitable);
+  if (!connection.socket.is_open()) co_return std::string();  // its deadline passed meanwhile
+  if (!shake.error_line.empty()) co_return shake.error_line;
+  if (const auto why = promote(connection, shake.hello.uid, shake.privileged); !why.empty()) {
+    refused(why);
+    co_return session::error_line(code::kBusy, why);
+  }
+  connection.keys = std::move(shake.hello.keys);
+  close_after = false;
+  co_return std::move(shake.hello.line);
 }
 
 asio::awaitable<void> Server::session(ConnectionPtr connection) {
@@ -247,14 +261,13 @@ asio::awaitable<void> Server::session(ConnectionPtr connection) {
     if (connection->state == Connection::State::authenticated) arm(limits_.idle_timeout);
     boost::system::error_code error;
     const auto n = co_await asio::async_read_until(
-        socket, asio::dynamic_buffer(buffer, proto::kMaxMessageBytes + 1), '\n',
+        socket, asio::dynamic_buffer(buffer, proto::kMaxLineBytes + 1), '\n',
         asio::redirect_error(net::use_awaitable, error));
     std::string reply;
     bool close_after = false;
     if (error == asio::error::not_found) {
-      reply = proto::error_reply(
-          nullptr, code::kTooLarge,
-          fmt::format("message exceeds the limit of {} bytes", proto::kMaxMessageBytes));
+      reply = session::error_line(
+          code::kTooLarge, fmt::format("line exceeds the limit of {} bytes", proto::kMaxLineBytes));
       close_after = true;  // the rest of the oversized line cannot be resynchronized
     } else if (error) {
       break;  // closed by the peer, by the deadline or for a newer connection

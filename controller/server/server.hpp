@@ -1,17 +1,18 @@
 #pragma once
 // The TCP front of the controller: one coroutine per connection reads
-// newline-delimited requests (at most proto::kMaxMessageBytes each),
-// authenticates each by its munge credential and answers it in order, so
-// only one write is in flight per connection. Requests are decoded and
-// answered on a worker pool.
+// newline-delimited lines (at most proto::kMaxLineBytes each) and answers
+// each in order, so only one write is in flight per connection. The first
+// line opens a protocol v2 session (one munge round trip: session.hpp);
+// each later one is a request signed with the session's key, answered by a
+// reply signed with it. Handshakes and requests are handled on a worker
+// pool.
 //
 // Connections are admitted within ConnectionLimits (docs/protocol.md,
-// "Limits"): one waits at most auth_timeout for its first authenticated
-// request, at most max_unauthenticated wait at once (a new one closes the
-// oldest of them that has sent nothing whole), a user other than root and
-// SlurmUser holds at most max_user_connections, and privileged_connections
-// stay for root and SlurmUser. Refusals are logged at most once per
-// kRefusalLogInterval.
+// "Limits"): one waits at most auth_timeout for its session, at most
+// max_unauthenticated wait at once (a new one closes the oldest of them
+// that has sent nothing whole), a user other than root and SlurmUser holds
+// at most max_user_connections, and privileged_connections stay for root
+// and SlurmUser. Refusals are logged at most once per kRefusalLogInterval.
 
 #include <sys/types.h>
 
@@ -25,6 +26,7 @@
 #include "autoresume/endpoint.hpp"
 #include "autoresume/munge_cred.hpp"
 #include "autoresume/protocol.hpp"
+#include "autoresume/session.hpp"
 #include "server/limits.hpp"
 #include "server/net.hpp"
 
@@ -33,7 +35,7 @@ namespace ar {
 class Server {
  public:
   static constexpr std::chrono::seconds kRefusalLogInterval{10};
-  // The reply line (newline included) to an authenticated request.
+  // The reply body to an authenticated request.
   using Handler = std::function<std::string(const proto::Request&, uid_t caller)>;
   // Whether a uid is root or SlurmUser (may ask slurmctld: called on a worker).
   using Privileged = std::function<bool(uid_t)>;
@@ -52,12 +54,19 @@ class Server {
  private:
   struct Connection;
   using ConnectionPtr = std::shared_ptr<Connection>;
-  // A request authenticated on a worker, or the error reply to send.
-  struct Authenticated {
-    std::string error_reply;
-    proto::Request request;
-    uid_t uid = 0;
+  // A hello answered on a worker: the session and its reply, or the error
+  // line to send.
+  struct Handshake {
+    std::string error_line;
+    session::ServerHello hello;
     bool privileged = false;
+  };
+  // A request answered on a worker: the signed reply, or an unsigned error
+  // line and the connection closed.
+  struct Served {
+    std::string line;
+    std::uint64_t seq = 0;
+    bool close = false;
   };
 
   net::awaitable<void> accept_loop();
@@ -79,10 +88,11 @@ class Server {
   void refused(const std::string& why);
   void arm_refusal_flush();
 
-  Authenticated authenticate(std::string line);
-  std::string serve(const proto::Request& request, uid_t caller);
-  net::awaitable<Authenticated> authenticate_on_worker(std::string line);
-  net::awaitable<std::string> serve_on_worker(proto::Request request, uid_t caller);
+  Handshake handshake(std::string line);
+  Served serve(std::string line, const session::Keys& keys, std::uint64_t last_seq, uid_t caller);
+  net::awaitable<Handshake> handshake_on_worker(std::string line);
+  net::awaitable<Served> serve_on_worker(std::string line, session::Keys keys,
+                                         std::uint64_t last_seq, uid_t caller);
 
   net::tcp::acceptor acceptor_;
   net::asio::thread_pool& workers_;

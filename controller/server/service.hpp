@@ -29,7 +29,7 @@ class Service {
   Service(Store& store, slurm::SlurmApi& slurm, const Clock& clock, std::function<void()> wake,
           NodeKeeper* keeper = nullptr);
 
-  // The reply line (newline included) for `request` from `caller`.
+  // The reply body for `request` from `caller`.
   std::string handle(const proto::Request& request, uid_t caller);
   // root, and SlurmUser once slurmctld has told who that is.
   bool privileged(uid_t caller);

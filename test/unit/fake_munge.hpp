@@ -40,7 +40,8 @@ class FakeMunge final : public Munge {
   MungeIdentity decode(const std::string& cred) override {
     std::lock_guard lock(realm_->mutex);
     const auto it = realm_->creds.find(cred);
-    if (it == realm_->creds.end()) throw MungeError("invalid credential: Invalid credential format");
+    if (it == realm_->creds.end())
+      throw MungeError("invalid credential: Invalid credential format");
     if (it->second.restrict_uid && *it->second.restrict_uid != uid_)
       throw MungeError("invalid credential: Unauthorized credential for client UID");
     if (it->second.decoded) throw MungeError("invalid credential: Replayed credential");

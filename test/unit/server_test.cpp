@@ -1,121 +1,29 @@
-// The controller's TCP front on loopback, with munge faked and a handler
-// that answers with the caller's uid: connection limits, deadlines and
-// what stays open for root during a flood.
+// The controller's TCP front on loopback, with munge faked: connection
+// limits and deadlines, and protocol v2's sessions (server_rig.hpp).
 
 #include "server/server.hpp"
 
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
-#include <thread>
 #include <vector>
 
-#include "autoresume/connect.hpp"
-#include "fake_munge.hpp"
+#include "server_rig.hpp"
 
 using namespace std::chrono_literals;
-using Catch::Matchers::Contains;
 using ar::proto::json;
+using ar::test::Conn;
+using ar::test::ServerRig;
+using Catch::Matchers::Contains;
 
 namespace {
-
 using SteadyClock = std::chrono::steady_clock;
-
-ar::ConnectionLimits test_limits() {
-  ar::ConnectionLimits limits;
-  limits.auth_timeout = 300ms;
-  limits.max_unauthenticated = 4;
-  limits.max_user_connections = 2;
-  limits.max_connections = 20;
-  limits.privileged_connections = 4;  // users share 20 - 4 - 4 = 12
-  return limits;
-}
-
-// A Server on 127.0.0.1, its io thread and workers; the handler answers
-// {"uid": caller}; uid 0 is privileged.
-struct ServerRig {
-  std::shared_ptr<ar::test::MungeRealm> realm = std::make_shared<ar::test::MungeRealm>();
-  ar::test::FakeMunge munge{realm, 0};
-  ar::net::asio::io_context io;
-  ar::net::asio::thread_pool workers{2};
-  std::unique_ptr<ar::Server> server;
-  std::thread thread;
-
-  explicit ServerRig(const ar::ConnectionLimits& limits = test_limits()) {
-    server = std::make_unique<ar::Server>(
-        io, workers, ar::Endpoint{"127.0.0.1", 0}, limits, munge,
-        [](const ar::proto::Request& request, uid_t caller) {
-          return ar::proto::ok_reply(request.id, {{"uid", caller}});
-        },
-        [](uid_t uid) { return uid == 0; });
-    server->start();
-    thread = std::thread([this] { io.run(); });
-  }
-  ~ServerRig() {
-    io.stop();
-    thread.join();
-    workers.join();
-    server.reset();
-  }
-  std::uint16_t port() const { return server->local_endpoint().port(); }
-
-  // A hello request line with a fresh credential of `uid`.
-  std::string hello(uid_t uid) {
-    ar::test::FakeMunge as_caller(realm, uid);
-    return ar::proto::make_request(1, "hello", as_caller.encode(ar::credential_payload("hello")),
-                                   json::object());
-  }
-};
-
-// A blocking client connection to the rig.
-struct Conn {
-  ar::net::Fd fd;
-  explicit Conn(std::uint16_t port) : fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(port);
-    REQUIRE(connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  }
-  void send_line(const std::string& line) {
-    REQUIRE(send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL) ==
-            static_cast<ssize_t>(line.size()));
-  }
-  // The next line; "<closed>" when the server closed, "<timeout>" at the deadline.
-  std::string read_line(std::chrono::milliseconds wait = 5s) {
-    const auto deadline = SteadyClock::now() + wait;
-    std::string line;
-    for (;;) {
-      pollfd pfd{fd.get(), POLLIN, 0};
-      if (ar::net::wait_until({&pfd, 1}, deadline) <= 0) return "<timeout>";
-      char c = 0;
-      const auto n = recv(fd.get(), &c, 1, 0);
-      if (n <= 0) return "<closed>";
-      if (c == '\n') return line;
-      line.push_back(c);
-    }
-  }
-  std::string ask(const std::string& line) {
-    send_line(line);
-    return read_line();
-  }
-};
-
-bool answered_as(const std::string& reply, uid_t uid) {
-  const auto parsed = json::parse(reply, nullptr, false);
-  return !parsed.is_discarded() && parsed.value("ok", false) && parsed["result"]["uid"] == uid;
-}
-
 }  // namespace
 
 TEST_CASE("a connection that sends nothing is closed at auth_timeout", "[server]") {
   ServerRig rig;
   Conn idle(rig.port());
   Conn partial(rig.port());
-  partial.send_line("{\"v\":1,");  // half a request, never finished
+  const std::string half = "{\"v\":2,";
+  REQUIRE(send(partial.fd.get(), half.data(), half.size(), MSG_NOSIGNAL) == 7);
   const auto start = SteadyClock::now();
   CHECK(idle.read_line(5s) == "<closed>");
   CHECK(partial.read_line(5s) == "<closed>");
@@ -125,9 +33,9 @@ TEST_CASE("a connection that sends nothing is closed at auth_timeout", "[server]
 TEST_CASE("an authenticated connection stays open past auth_timeout", "[server]") {
   ServerRig rig;
   Conn conn(rig.port());
-  CHECK(answered_as(conn.ask(rig.hello(1000)), 1000));
+  REQUIRE(conn.served_as(rig, 1000));
   CHECK(conn.read_line(600ms) == "<timeout>");  // twice auth_timeout: still open
-  CHECK(answered_as(conn.ask(rig.hello(1000)), 1000));
+  CHECK(conn.request("hello")["result"]["uid"] == 1000);
 }
 
 TEST_CASE("a flood of idle connections leaves root and users served", "[server]") {
@@ -135,13 +43,14 @@ TEST_CASE("a flood of idle connections leaves root and users served", "[server]"
   std::vector<Conn> flood;
   for (int i = 0; i < 60; ++i) flood.emplace_back(rig.port());  // 3 times max_connections
   Conn root(rig.port());
-  CHECK(answered_as(root.ask(rig.hello(0)), 0));
+  CHECK(root.served_as(rig, 0));
   Conn user(rig.port());
-  CHECK(answered_as(user.ask(rig.hello(1000)), 1000));
-  // At most max_unauthenticated of the flood are still open, and they close
-  // at their deadline.
+  CHECK(user.served_as(rig, 1000));
+  // The flood's connections are all closed: most at once for newer ones,
+  // the rest at their deadline.
   std::size_t open = 0;
-  for (auto& conn : flood) if (conn.read_line(2s) == "<timeout>") ++open;
+  for (auto& conn : flood)
+    if (conn.read_line(2s) == "<timeout>") ++open;
   CHECK(open == 0);
 }
 
@@ -150,26 +59,24 @@ TEST_CASE("a user holds at most max_user_connections, root more", "[server]") {
   std::vector<Conn> mine;
   for (int i = 0; i < 2; ++i) {
     mine.emplace_back(rig.port());
-    REQUIRE(answered_as(mine.back().ask(rig.hello(1000)), 1000));
+    REQUIRE(mine.back().served_as(rig, 1000));
   }
   Conn third(rig.port());
-  const auto refused = third.ask(rig.hello(1000));
-  CHECK_THAT(refused, Contains("\"busy\"") && Contains("uid 1000") &&
-                          Contains("max_user_connections=2"));
+  CHECK_THAT(third.hello(rig, 1000),
+             Contains("\"busy\"") && Contains("uid 1000") && Contains("max_user_connections=2"));
   CHECK(third.read_line() == "<closed>");
   Conn other(rig.port());
-  CHECK(answered_as(other.ask(rig.hello(1001)), 1001));
+  CHECK(other.served_as(rig, 1001));
   std::vector<Conn> roots;
   for (int i = 0; i < 5; ++i) {
     roots.emplace_back(rig.port());
-    CHECK(answered_as(roots.back().ask(rig.hello(0)), 0));
+    CHECK(roots.back().served_as(rig, 0));
   }
-  mine.pop_back();  // one of the user's closes: room for another
-  Conn again(rig.port());
+  mine.pop_back();  // one of the user's closes: room for another, once the server saw it
   bool served = false;
   for (auto deadline = SteadyClock::now() + 5s; !served && SteadyClock::now() < deadline;) {
     Conn retry(rig.port());
-    served = answered_as(retry.ask(rig.hello(1000)), 1000);
+    served = retry.served_as(rig, 1000);
   }
   CHECK(served);
 }
@@ -180,23 +87,15 @@ TEST_CASE("users together leave privileged_connections to root", "[server]") {
   for (uid_t uid = 1000; uid < 1006; ++uid)  // 6 users x 2 = the users' share of 12
     for (int i = 0; i < 2; ++i) {
       users.emplace_back(rig.port());
-      REQUIRE(answered_as(users.back().ask(rig.hello(uid)), uid));
+      REQUIRE(users.back().served_as(rig, uid));
     }
   Conn late(rig.port());
-  CHECK_THAT(late.ask(rig.hello(1006)), Contains("\"busy\"") && Contains("kept for root"));
+  CHECK_THAT(late.hello(rig, 1006), Contains("\"busy\"") && Contains("kept for root"));
   std::vector<Conn> roots;
   for (int i = 0; i < 4; ++i) {
     roots.emplace_back(rig.port());
-    CHECK(answered_as(roots.back().ask(rig.hello(0)), 0));
+    CHECK(roots.back().served_as(rig, 0));
   }
-}
-
-TEST_CASE("a refused credential leaves the connection waiting, not authenticated", "[server]") {
-  ServerRig rig;
-  Conn conn(rig.port());
-  CHECK_THAT(conn.ask(ar::proto::make_request(1, "hello", "garbage", json::object())),
-             Contains("unauthenticated"));
-  CHECK(conn.read_line(5s) == "<closed>");  // at auth_timeout, like a silent one
 }
 
 TEST_CASE("refusals are logged once per interval with a count", "[server]") {
@@ -225,7 +124,107 @@ TEST_CASE("connection limits come from the free descriptors less the reserve", "
   const auto limits = ar::connection_limits(config, 1000);
   CHECK(limits.max_connections == 900);
   CHECK(limits.users_share() == 820);
-  CHECK_THROWS_WITH(ar::connection_limits(config, 180),
-                    Contains("180 descriptors") && Contains("reserved_fds=100") &&
-                        Contains("LimitNOFILE"));
+  CHECK_THROWS_WITH(ar::connection_limits(config, 180), Contains("180 descriptors") &&
+                                                            Contains("reserved_fds=100") &&
+                                                            Contains("LimitNOFILE"));
+}
+
+// Protocol v2.
+
+TEST_CASE("a session serves signed requests in order", "[server][session]") {
+  ServerRig rig;
+  Conn conn(rig.port());
+  REQUIRE(conn.served_as(rig, 1000));
+  const auto reply = conn.request("status", {{"job_id", 12}});
+  CHECK(reply["ok"] == true);
+  CHECK(reply["id"] == 2);
+  CHECK(reply["result"]["request"]["job_id"] == 12);
+  CHECK(rig.realm->next == 2);  // one credential each way per session, none per request
+}
+
+TEST_CASE("a tampered body is refused and the connection closed", "[server][session]") {
+  ServerRig rig;
+  Conn conn(rig.port());
+  REQUIRE(conn.served_as(rig, 0));
+  auto line = conn.sealed("replace", {{"node", "node4"}, {"mode", "wait"}});
+  const auto at = line.find("wait");
+  REQUIRE(at != std::string::npos);
+  line.replace(at, 4, "force");
+  const auto reply = conn.ask(line);
+  CHECK_THAT(reply, Contains("unauthenticated") && Contains("MAC does not match"));
+  CHECK(conn.read_line() == "<closed>");
+}
+
+TEST_CASE("a replayed sequence number is refused", "[server][session]") {
+  ServerRig rig;
+  Conn conn(rig.port());
+  REQUIRE(conn.served_as(rig, 0));
+  const auto line = conn.sealed("replace", {{"node", "node4"}, {"mode", "wait"}});
+  CHECK_THAT(conn.ask(line), Contains("\"mac\""));
+  CHECK_THAT(conn.ask(line), Contains("unauthenticated") && Contains("sequence number 2 is not "
+                                                                     "above 2"));
+  CHECK(conn.read_line() == "<closed>");
+}
+
+TEST_CASE("root's mode=wait request replayed with mode=force on another session is refused",
+          "[server][session]") {
+  ServerRig rig;
+  Conn root(rig.port());
+  REQUIRE(root.served_as(rig, 0));
+  const auto captured = root.sealed("replace", {{"node", "node4"}, {"mode", "wait"}});
+  CHECK(root.ask(captured).find("\"mac\"") != std::string::npos);
+  auto forced = captured;
+  forced.replace(forced.find("wait"), 4, "force");
+  for (const auto& line : {captured, forced}) {
+    Conn thief(rig.port());
+    REQUIRE(thief.served_as(rig, 1000));
+    CHECK_THAT(thief.ask(line), Contains("unauthenticated") && Contains("MAC does not match"));
+  }
+}
+
+TEST_CASE("a replayed, foreign or misdirected hello credential is refused", "[server][session]") {
+  ServerRig rig;
+  auto munge = rig.munge_of(1000);
+  const auto hello = ar::session::make_client_hello(*munge, 0);
+  Conn first(rig.port());
+  CHECK_THAT(first.ask(hello.line), Contains("\"session\""));
+  Conn replay(rig.port());
+  CHECK_THAT(replay.ask(hello.line), Contains("unauthenticated") && Contains("Replayed"));
+  CHECK(replay.read_line() == "<closed>");
+  // A credential of v1 (its payload names an op), or made for another hello.
+  for (const auto* payload : {"slurm-auto-resume/1 hello", "slurm-auto-resume/2 hello 00"}) {
+    const json line = {{"v", 2}, {"hello", hello.body}, {"cred", munge->encode(payload, 0)}};
+    Conn foreign(rig.port());
+    CHECK_THAT(foreign.ask(line.dump()),
+               Contains("unauthenticated") && Contains("not made for this hello"));
+  }
+  // Restricted to another uid than the controller's.
+  const auto elsewhere = ar::session::make_client_hello(*munge, 1000);
+  Conn misdirected(rig.port());
+  CHECK_THAT(misdirected.ask(elsewhere.line),
+             Contains("unauthenticated") && Contains("Unauthorized"));
+}
+
+TEST_CASE("a v1 request is refused with the upgrade rule", "[server][session]") {
+  ServerRig rig;
+  Conn conn(rig.port());
+  const auto reply = json::parse(conn.ask(R"({"v":1,"id":1,"op":"hello","cred":"MUNGE:x:"})"));
+  CHECK(reply["ok"] == false);
+  CHECK(reply["error"]["code"] == "bad_version");
+  CHECK_THAT(reply["error"]["message"].get<std::string>(),
+             Contains("version 1 is not supported") &&
+                 Contains("upgrade the controller first, then the login and batch hosts") &&
+                 Contains("then the node agents"));
+  CHECK(conn.read_line() == "<closed>");
+  Conn later(rig.port());  // v1 after a session's hello: the same
+  REQUIRE(later.served_as(rig, 0));
+  CHECK_THAT(later.ask(R"({"v":1,"op":"hello","cred":"x"})"), Contains("bad_version"));
+}
+
+TEST_CASE("an oversized line is refused and the connection closed", "[server][session]") {
+  ServerRig rig;
+  Conn conn(rig.port());
+  REQUIRE(conn.served_as(rig, 0));
+  CHECK_THAT(conn.ask(std::string(ar::proto::kMaxLineBytes + 10, 'x')), Contains("too_large"));
+  CHECK(conn.read_line() == "<closed>");
 }

@@ -1,6 +1,8 @@
 #pragma once
-// munge credentials: every request to the controller carries one, from which
-// the controller learns the caller's uid, as Slurm itself authenticates.
+// munge credentials: each connection to the controller starts with one
+// each way (session.hpp), from which the controller learns the caller's uid,
+// as Slurm itself authenticates, and the client that it talks to the
+// controller.
 
 #include <sys/types.h>
 
@@ -20,20 +22,6 @@ struct MungeIdentity {
   gid_t gid = 0;
   std::string payload;
 };
-
-// What a credential for operation `op` carries as its payload: it binds the
-// credential to this service and to that operation, so that one made for
-// another munge-authenticated service, or for another operation, is refused.
-std::string credential_payload(const std::string& op);
-
-// A fresh credential for the calling process, carrying `payload`, from the
-// munged listening on `socket` (empty: munge's default socket). Throws
-// MungeError.
-std::string munge_encode_credential(const std::string& socket, const std::string& payload);
-
-// Decodes `cred` with the munged on `socket`; a credential decodes once only
-// (munge refuses a replay). Throws MungeError saying why it is not valid.
-MungeIdentity munge_decode_credential(const std::string& cred, const std::string& socket);
 
 // munged as the controller and its clients use it, behind an interface so
 // that tests can put a fake in its place.

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "autoresume/client.hpp"
 #include "autoresume/endpoint.hpp"
 
 namespace ar {
@@ -21,7 +22,13 @@ struct PluginConfig {
   std::chrono::milliseconds connect_timeout{2000};
   // munged's socket for credentials; empty: munge's default.
   std::string munge_socket;
+  // The uid the controller runs as, if not root: its replies must come from
+  // root or this uid.
+  uid_t controller_uid = 0;
 };
+
+// How the plugin's client reaches the controller.
+ClientOptions client_options(const PluginConfig& config);
 
 // Every argument must be a known `key=value`; the first unknown key or bad
 // value throws ConfigError naming it. A key given twice: the last one wins,
