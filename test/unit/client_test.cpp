@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -176,4 +178,56 @@ TEST_CASE("a Client rejects a closed connection or a malformed reply", "[client]
       ar::Client(options_for(listener.endpoint()), munge).send(ar::proto::HelloRequest{}),
       Contains("malformed reply"));
   garbler.join();
+}
+
+namespace {
+
+std::string read_line_from(int fd) {
+  std::string line;
+  char c = 0;
+  while (read(fd, &c, 1) == 1 && c != '\n') line.push_back(c);
+  return line;
+}
+
+}  // namespace
+
+TEST_CASE("a Client opens a new session when the controller closed its kept one", "[client]") {
+  auto realm = std::make_shared<ar::test::MungeRealm>();
+  auto root = std::make_shared<ar::test::FakeMunge>(realm, 0);
+  Listener listener(true);
+  std::mutex mutex;
+  std::condition_variable changed;
+  int closed = 0;
+  // Two connections in turn: a session, one request, then closed (as the
+  // controller closes an idle one).
+  std::thread fake([&] {
+    for (int i = 0; i < 2; ++i) {
+      const int conn = accept(listener.fd, nullptr, nullptr);
+      if (conn < 0) return;
+      const auto hello = ar::session::answer_client_hello(read_line_from(conn), *root);
+      (void)!write(conn, hello.line.data(), hello.line.size());
+      const auto opened =
+          ar::session::open(read_line_from(conn), hello.keys, ar::session::Direction::request);
+      const auto body = ar::proto::ok_reply(
+          nullptr,
+          ar::proto::HelloReply{"9.9", 2, static_cast<std::uint32_t>(hello.uid)}.to_json());
+      const auto reply =
+          ar::session::seal(hello.keys, ar::session::Direction::reply, opened.seq, body);
+      (void)!write(conn, reply.data(), reply.size());
+      close(conn);
+      std::lock_guard lock(mutex);
+      ++closed;
+      changed.notify_all();
+    }
+  });
+  ar::Client client(options_for(listener.endpoint()),
+                    std::make_shared<ar::test::FakeMunge>(realm, 1000));
+  CHECK(client.send(ar::proto::HelloRequest{}).uid == 1000);
+  {
+    std::unique_lock lock(mutex);
+    REQUIRE(changed.wait_for(lock, 5s, [&] { return closed == 1; }));
+  }
+  CHECK(client.send(ar::proto::HelloRequest{}).uid == 1000);
+  fake.join();
+  CHECK(closed == 2);
 }
