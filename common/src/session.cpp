@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <unistd.h>
 
 #include <array>
 
@@ -165,7 +166,12 @@ ServerHello answer_client_hello(std::string_view line, Munge& munge) {
   try {
     identity = munge.decode(cred);
   } catch (const MungeError& e) {
-    throw ProtocolError(code::kUnauthenticated, e.what());
+    std::string why = e.what();
+    if (geteuid() != 0 && why.find("Unauthorized") != std::string::npos)
+      why += " (clients restrict their credential to root unless told the controller's uid " +
+             std::to_string(geteuid()) +
+             ": controller_uid= in plugstack.conf, --controller-uid for the CLI and the agent)";
+    throw ProtocolError(code::kUnauthenticated, why);
   }
   if (identity.payload != hello_payload(body))
     throw ProtocolError(code::kUnauthenticated,
