@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+
 #include "log.hpp"
 
 namespace ar {
@@ -35,6 +37,7 @@ struct Server::Connection {
   bool evictable = true;
   uid_t uid = 0;
   bool privileged = false;
+  net::asio::ip::address peer;
   std::list<ConnectionPtr>::iterator in_waiting;
   session::Keys keys;          // once authenticated
   std::uint64_t last_seq = 0;  // of the last request answered
@@ -65,7 +68,10 @@ asio::awaitable<void> Server::accept_loop() {
       continue;
     }
     if (!admit(socket)) continue;  // the socket closes as it goes out of scope
+    boost::system::error_code ignored;
+    const auto peer = socket.remote_endpoint(ignored).address();
     auto connection = std::make_shared<Connection>(std::move(socket));
+    connection->peer = peer;
     ++open_;
     connection->in_waiting = waiting_.insert(waiting_.end(), connection);
     asio::co_spawn(acceptor_.get_executor(), session(std::move(connection)), asio::detached);
@@ -83,7 +89,9 @@ bool Server::admit(tcp::socket& socket) {
       refused(why + "refused a new one " + from);
       return false;
     }
-    refused(why + "closed the oldest one that sent nothing for one " + from);
+    refused(why +
+            "closed the oldest one that sent nothing, of the address with the most, for one " +
+            from);
   }
   if (open_ >= limits_.max_connections && !evict_oldest()) {
     refused(
@@ -96,8 +104,12 @@ bool Server::admit(tcp::socket& socket) {
 }
 
 bool Server::evict_oldest() {
+  std::map<net::asio::ip::address, std::size_t> waiting_from;
+  std::size_t most = 0;
+  for (const auto& candidate : waiting_)
+    if (candidate->evictable) most = std::max(most, ++waiting_from[candidate->peer]);
   for (const auto& candidate : waiting_) {
-    if (!candidate->evictable) continue;
+    if (!candidate->evictable || waiting_from[candidate->peer] != most) continue;
     const auto victim = candidate;  // release() erases it from waiting_
     release(*victim);
     return true;

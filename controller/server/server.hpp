@@ -10,9 +10,9 @@
 // Connections are admitted within ConnectionLimits (docs/protocol.md,
 // "Limits"): one waits at most auth_timeout for its session, at most
 // max_unauthenticated wait at once (a new one closes the oldest of them
-// that has sent nothing whole), a user other than root and SlurmUser holds
-// at most max_user_connections, and privileged_connections stay for root
-// and SlurmUser. Refusals are logged at most once per kRefusalLogInterval.
+// that has sent nothing whole, from the address with the most), a user other than root and
+// SlurmUser holds at most max_user_connections, and privileged_connections stay for root and
+// SlurmUser. Refusals are logged at most once per kRefusalLogInterval.
 
 #include <sys/types.h>
 
@@ -82,8 +82,10 @@ class Server {
   std::string promote(Connection& connection, uid_t uid, bool privileged);
   // The connection no longer counts: out of every tally, its socket closed.
   void release(Connection& connection);
-  // Closes the oldest connection waiting to authenticate that has sent
-  // nothing whole yet; false when there is none.
+  // Closes a connection waiting to authenticate that has sent nothing whole
+  // yet: the oldest of those of the address that holds the most of them
+  // (so that a flood from one address does not push out the others);
+  // false when there is none.
   bool evict_oldest();
   void refused(const std::string& why);
   void arm_refusal_flush();

@@ -4,6 +4,7 @@
 // "request": the request's body}, and a blocking connection to it that can
 // open a protocol v2 session as any uid and send signed or crafted lines.
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -72,7 +73,15 @@ struct Conn {
   session::Keys keys;
   std::uint64_t seq = 0;
 
-  explicit Conn(std::uint16_t port) : fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+  // From `source` (a loopback address) when given.
+  explicit Conn(std::uint16_t port, const char* source = nullptr)
+      : fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    if (source != nullptr) {
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      REQUIRE(inet_pton(AF_INET, source, &from.sin_addr) == 1);
+      REQUIRE(bind(fd.get(), reinterpret_cast<sockaddr*>(&from), sizeof from) == 0);
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

@@ -54,6 +54,18 @@ TEST_CASE("a flood of idle connections leaves root and users served", "[server]"
   CHECK(open == 0);
 }
 
+TEST_CASE("a flood from one address does not push out another's waiting connection", "[server]") {
+  ServerRig rig;
+  std::vector<Conn> flood;
+  for (int i = 0; i < 4; ++i) flood.emplace_back(rig.port(), "127.0.0.2");
+  Conn user(rig.port());  // from 127.0.0.1, not sending its hello yet
+  for (int i = 0; i < 12; ++i) flood.emplace_back(rig.port(), "127.0.0.2");
+  // All 16 accepted: the flood's oldest made room, the newest 3 wait (with
+  // the oldest connection evicted instead, the user's would be gone too).
+  CHECK(flood[12].read_line(5s) == "<closed>");
+  CHECK(user.served_as(rig, 1000));
+}
+
 TEST_CASE("a user holds at most max_user_connections, root more", "[server]") {
   ServerRig rig;
   std::vector<Conn> mine;
