@@ -14,7 +14,6 @@
 #include "autoresume/client.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
-#include "autoresume/munge_cred.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/text.hpp"
 #include "autoresume/version.hpp"
@@ -95,23 +94,18 @@ class Refused : public std::runtime_error {
 };
 
 struct Controller {
-  ar::Endpoint endpoint;
-  std::chrono::milliseconds timeout;
-  std::string munge_socket;
+  ar::ClientOptions options;
   bool as_json = false;  // print the reply as JSON rather than in words
 };
 
 // Sends `request`; the typed reply.
 template <typename Request>
 typename Request::Reply fetch(const Controller& controller, const Request& request) {
-  const auto reply = ar::call_controller(
-      controller.endpoint, controller.timeout, Request::kOp,
-      ar::munge_encode_credential(controller.munge_socket, ar::credential_payload(Request::kOp)),
-      request.to_json());
-  if (!reply.ok)
-    throw Refused(
-        fmt::format("the controller refused {}: {}: {}", Request::kOp, reply.code, reply.message));
-  return Request::Reply::from_json(reply.result);
+  try {
+    return ar::Client(controller.options).send(request);
+  } catch (const ar::Refused& e) {
+    throw Refused(fmt::format("the controller refused {}: {}", Request::kOp, e.what()));
+  }
 }
 
 // Prints a typed reply as JSON, or with `print`.
@@ -200,7 +194,7 @@ void add_commands(CLI::App& app, Commands& c) {
 void run(const Controller& controller, const Commands& c) {
   if (c.hello->parsed())
     ask(controller, proto::HelloRequest{},
-        [&](const proto::HelloReply& reply) { print_hello(reply, controller.endpoint); });
+        [&](const proto::HelloReply& reply) { print_hello(reply, controller.options.endpoint); });
   // The cursor to go on from, when the limit left rows out.
   auto more = [](const char* option, std::optional<std::int64_t> next) {
     if (next) fmt::print(stderr, "auto-resume: more to list: add {} {}\n", option, *next);
@@ -256,6 +250,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--munge-socket", munge_socket,
                  "munged's socket (env AUTO_RESUME_MUNGE_SOCKET; default: munge's own)");
+  uid_t controller_uid = 0;
+  app.add_option("--controller-uid", controller_uid,
+                 "The uid auto-resumed runs as, if not root (env AUTO_RESUME_CONTROLLER_UID): "
+                 "its replies must come from root or this uid")
+      ->envname("AUTO_RESUME_CONTROLLER_UID")
+      ->capture_default_str();
   app.add_option("--timeout", timeout_seconds, "Seconds to wait for the controller")
       ->check(CLI::Range(0.1, 300.0))
       ->capture_default_str();
@@ -274,8 +274,9 @@ int main(int argc, char** argv) {
       fmt::print("{}", ar::render(ar::load_daemon_config(config_file)));
       return 0;
     }
-    run({ar::parse_endpoint("--controller", controller),
-         std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000)), munge_socket,
+    run({{ar::parse_endpoint("--controller", controller),
+          std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000)), munge_socket,
+          controller_uid},
          as_json},
         commands);
   } catch (const ar::ConfigError& e) {
@@ -285,8 +286,8 @@ int main(int argc, char** argv) {
     line(stderr, fmt::format("auto-resume: {}", e.what()));
     return 1;
   } catch (const ar::ClientError& e) {
-    line(stderr, fmt::format("auto-resume: the controller at {} cannot be reached: {}", controller,
-                             e.what()));
+    line(stderr,
+         fmt::format("auto-resume: no answer from the controller at {}: {}", controller, e.what()));
     return 1;
   } catch (const ar::MungeError& e) {
     line(stderr, fmt::format("auto-resume: {}", e.what()));

@@ -7,11 +7,13 @@
 
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
+#include "autoresume/munge_cred.hpp"
 #include "autoresume/version.hpp"
 #include "libslurm.hpp"
 #include "log.hpp"
 #include "nodes/probe.hpp"
 #include "resume/engine.hpp"
+#include "server/limits.hpp"
 #include "server/net.hpp"
 #include "server/server.hpp"
 #include "server/service.hpp"
@@ -53,7 +55,14 @@ int main(int argc, char** argv) {
         store, slurm, clock, [&engine] { engine.wake(); }, &keeper, &config);
     ar::net::asio::io_context io;
     ar::net::asio::thread_pool workers(4);
-    ar::Server server(io, workers, config.listen, service, config.munge_socket);
+    ar::MungeDaemon munge(config.munge_socket);
+    const auto limits = ar::connection_limits(config, ar::free_descriptors());
+    ar::Server server(
+        io, workers, config.listen, limits, munge,
+        [&service](const ar::proto::Request& request, uid_t caller) {
+          return service.handle(request, caller);
+        },
+        [&service](uid_t caller) { return service.privileged(caller); });
     server.start();
     engine.start();
     ar::net::asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -63,8 +72,9 @@ int main(int argc, char** argv) {
       io.stop();
     });
     const auto bound = server.local_endpoint();
-    ar::log::info("{} listening on {}:{}, state in {}", ar::kVersion, bound.address().to_string(),
-                  bound.port(), config.state_dir.string());
+    ar::log::info("{} listening on {}:{}, state in {}, at most {} connections", ar::kVersion,
+                  bound.address().to_string(), bound.port(), config.state_dir.string(),
+                  limits.max_connections);
     io.run();
     workers.join();
     engine.stop();

@@ -32,7 +32,6 @@
 #include "autoresume/health.hpp"
 #include "autoresume/health_dcgm.hpp"
 #include "autoresume/keyvalue.hpp"
-#include "autoresume/munge_cred.hpp"
 #include "autoresume/process.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/version.hpp"
@@ -135,6 +134,7 @@ void listen_to_dcgm(const std::string& dcgmi, const std::string& group, const st
 struct Options {
   std::string controller = env_or("AUTO_RESUME_CONTROLLER", "127.0.0.1:7860");
   std::string munge_socket = env_or("AUTO_RESUME_MUNGE_SOCKET", "");
+  uid_t controller_uid = 0;
   std::string node = ar::this_node_name();
   double interval_s = 2;
   bool dcgm_policy = false;
@@ -149,6 +149,10 @@ void add_options(CLI::App& app, Options& options) {
       ->capture_default_str();
   app.add_option("--munge-socket", options.munge_socket,
                  "munged's socket (env AUTO_RESUME_MUNGE_SOCKET; default: munge's own)");
+  app.add_option("--controller-uid", options.controller_uid,
+                 "The uid auto-resumed runs as, if not root (env AUTO_RESUME_CONTROLLER_UID)")
+      ->envname("AUTO_RESUME_CONTROLLER_UID")
+      ->capture_default_str();
   app.add_option("--node", options.node, "This node's name in slurm.conf")->capture_default_str();
   app.add_option("--interval", options.interval_s,
                  "Seconds between heartbeats (keep it well under the controller's "
@@ -172,14 +176,10 @@ int send_heartbeats(const Options& options, const ar::Endpoint& endpoint,
                     const sigset_t& stop_signals) {
   const auto interval = std::chrono::milliseconds(static_cast<long>(options.interval_s * 1000));
   const auto timeout = std::max(interval, std::chrono::milliseconds{1000});
+  // One session for all heartbeats: munge once per connection, not per beat.
+  ar::Client client({endpoint, timeout, options.munge_socket, options.controller_uid});
   auto send = [&](bool stopping) {
-    using Request = ar::proto::HeartbeatRequest;
-    const auto reply = ar::call_controller(
-        endpoint, timeout, Request::kOp,
-        ar::munge_encode_credential(options.munge_socket, ar::credential_payload(Request::kOp)),
-        Request{options.node, stopping}.to_json());
-    if (!reply.ok) throw std::runtime_error(reply.code + ": " + reply.message);
-    Request::Reply::from_json(reply.result);
+    client.send(ar::proto::HeartbeatRequest{options.node, stopping});
   };
   std::string last_error;
   for (;;) {

@@ -93,13 +93,10 @@ std::optional<std::string> try_register(const PluginConfig& config,
   no_reply = false;
   const auto where = "the controller at " + config.controller.str();
   try {
-    const auto cred = munge_encode_credential(config.munge_socket,
-                                              credential_payload(proto::RegisterRequest::kOp));
-    const auto reply = call_controller(config.controller, config.connect_timeout,
-                                       proto::RegisterRequest::kOp, cred, step.to_json());
-    if (!reply.ok) return where + " refused it (" + reply.code + ": " + reply.message + ")";
-    proto::RegisterReply::from_json(reply.result);  // only that it is well-formed matters
+    Client(client_options(config)).send(step);  // only that the reply is well-formed matters
     return std::nullopt;
+  } catch (const Refused& e) {
+    return where + " refused it (" + e.what() + ")";
   } catch (const ClientError& e) {
     no_reply = true;
     return where + " cannot be reached (" + e.what() + ")";

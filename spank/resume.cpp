@@ -63,11 +63,7 @@ __attribute__((format(printf, 1, 2))) void say(const char* format, ...) {
 // MungeError.
 template <typename Request>
 typename Request::Reply ask(const PluginConfig& config, const Request& request) {
-  const auto cred = munge_encode_credential(config.munge_socket, credential_payload(Request::kOp));
-  const auto reply = call_controller(config.controller, config.connect_timeout, Request::kOp, cred,
-                                     request.to_json());
-  if (!reply.ok) throw ClientError(reply.code + ": " + reply.message);
-  return Request::Reply::from_json(reply.result);
+  return Client(client_options(config)).send(request);
 }
 
 using Answer = proto::VerdictReply;

@@ -6,18 +6,22 @@
 #include <cerrno>
 #include <cstring>
 
-#include "autoresume/connect.hpp"
-
 namespace ar {
 
 namespace {
 
 using Clock = net::Clock;
 
-// What the helpers below say at the deadline; call_controller adds the timeout.
+// What the helpers below say at the deadline; call() adds the timeout.
 constexpr std::string_view kTimedOut = net::kTimedOut;
 
-using net::Fd;
+// The connection closed before a reply: on a connection kept from an
+// earlier call (the controller closes idle ones), the call is tried again
+// on a new one.
+class Closed : public ClientError {
+ public:
+  Closed() : ClientError("the controller closed the connection without a reply") {}
+};
 
 // Waits until `fd` is ready for `events` or the deadline passes; returns
 // false on timeout. Throws on poll errors.
@@ -30,7 +34,7 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
 
 // A connected non-blocking socket to one of the endpoint's addresses, tried
 // in turn; the last one's failure if none connects.
-Fd connect_tcp(const Endpoint& endpoint, Clock::time_point deadline) {
+net::Fd connect_tcp(const Endpoint& endpoint, Clock::time_point deadline) {
   std::string error;
   const auto addresses = net::resolve_by(endpoint.host, endpoint.port, deadline, error);
   if (!addresses) throw ClientError("cannot resolve host: " + error);
@@ -48,60 +52,117 @@ void send_all(int fd, std::string_view data, Clock::time_point deadline) {
       data.remove_prefix(static_cast<std::size_t>(n));
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       if (!wait_for(fd, POLLOUT, deadline)) throw ClientError(std::string(kTimedOut));
+    } else if (errno == EPIPE || errno == ECONNRESET) {
+      throw Closed();
     } else if (errno != EINTR) {
       throw ClientError(std::string("send failed: ") + std::strerror(errno));
     }
   }
 }
 
-std::string receive_line(int fd, Clock::time_point deadline) {
-  std::string line;
-  char buffer[4096];
-  for (;;) {
-    if (!wait_for(fd, POLLIN, deadline)) throw ClientError(std::string(kTimedOut));
-    const auto n = recv(fd, buffer, sizeof buffer, 0);
-    if (n == 0) throw ClientError("the controller closed the connection without a reply");
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      throw ClientError(std::string("receive failed: ") + std::strerror(errno));
-    }
-    line.append(buffer, static_cast<std::size_t>(n));
-    if (const auto nl = line.find('\n'); nl != std::string::npos) return line.substr(0, nl);
-    if (line.size() > proto::kMaxMessageBytes) throw ClientError("reply too large");
-  }
+// An unsigned error line (the controller could not or would not sign it):
+// what it says, for a ClientError.
+std::optional<std::string> unsigned_error(std::string_view line) {
+  const auto value = proto::json::parse(line, nullptr, false);
+  if (value.is_discarded() || !value.is_object() || value.contains("mac") ||
+      !value.contains("error") || !value["error"].is_object())
+    return std::nullopt;
+  const auto& error = value["error"];
+  return error.value("code", std::string("?")) + ": " + error.value("message", std::string());
 }
 
 }  // namespace
 
-Reply call_controller(const Endpoint& endpoint, std::chrono::milliseconds timeout,
-                      std::string_view op, std::string_view cred, proto::json fields) {
-  const auto deadline = Clock::now() + timeout;
+Client::Client(ClientOptions options)
+    : Client(options, std::make_shared<MungeDaemon>(options.munge_socket)) {}
+
+Client::Client(ClientOptions options, std::shared_ptr<Munge> munge)
+    : options_(std::move(options)), munge_(std::move(munge)) {}
+
+proto::json Client::call(std::string_view op, proto::json fields) {
+  const auto deadline = Clock::now() + options_.timeout;
   try {
-    Fd sock = connect_tcp(endpoint, deadline);
-    send_all(sock.get(), proto::make_request(1, op, cred, std::move(fields)), deadline);
-    const auto line = receive_line(sock.get(), deadline);
-    auto reply = proto::json::parse(line, nullptr, false);
-    if (reply.is_discarded() || !reply.is_object() || !reply.contains("ok"))
-      throw ClientError("the controller sent a malformed reply");
-    Reply out;
-    out.ok = reply.value("ok", false);
-    // Moved out, never copied: a copy recurses as deep as the JSON is
-    // nested, and a reply of 32,000 nested arrays overflowed the stack.
-    const auto it = reply.find(out.ok ? "result" : "error");
-    auto field = it != reply.end() ? std::move(*it) : proto::json::object();
-    if (out.ok) {
-      out.result = std::move(field);
-    } else {
-      out.code = field.value("code", std::string(proto::code::kInternal));
-      out.message = field.value("message", std::string("no message"));
+    const bool kept = socket_.valid();
+    if (!kept) open(deadline);
+    try {
+      return exchange(op, fields, deadline);
+    } catch (const Closed&) {
+      if (!kept) throw;
+      open(deadline);  // a kept connection the controller closed meanwhile
+      return exchange(op, std::move(fields), deadline);
     }
-    return out;
+  } catch (const Refused&) {
+    throw;  // a signed reply: the session stays
   } catch (const ClientError& e) {
+    socket_.reset(-1);
     if (e.what() == kTimedOut)
-      throw ClientError("timed out after " + std::to_string(timeout.count()) + " ms");
+      throw ClientError("timed out after " + std::to_string(options_.timeout.count()) + " ms");
     throw;
-  } catch (const proto::json::exception& e) {
+  } catch (...) {
+    socket_.reset(-1);
+    throw;
+  }
+}
+
+void Client::open(Clock::time_point deadline) {
+  socket_.reset(-1);
+  received_.clear();
+  seq_ = 0;
+  // The credential first: the connection is then ready to authenticate at once.
+  const auto hello = session::make_client_hello(*munge_, options_.controller_uid);
+  socket_ = connect_tcp(options_.endpoint, deadline);
+  send_all(socket_.get(), hello.line, deadline);
+  const auto line = receive_line(deadline);
+  try {
+    keys_ = session::accept_server_hello(line, hello, *munge_, options_.controller_uid);
+  } catch (const session::SessionError& e) {
+    throw ClientError(e.what());
+  }
+}
+
+proto::json Client::exchange(std::string_view op, proto::json fields, Clock::time_point deadline) {
+  ++seq_;
+  const auto body = proto::make_request(seq_, op, std::move(fields));
+  send_all(socket_.get(), session::seal(keys_, session::Direction::request, seq_, body), deadline);
+  const auto line = receive_line(deadline);
+  if (const auto error = unsigned_error(line))
+    throw ClientError("the controller refused " + std::string(op) + " without signing: " + *error);
+  session::Opened opened;
+  try {
+    opened = session::open(line, keys_, session::Direction::reply);
+  } catch (const proto::ProtocolError& e) {
+    throw ClientError(std::string("the controller's reply is not authentic: ") + e.what());
+  }
+  if (opened.seq != seq_)
+    throw ClientError("the controller's reply carries sequence number " +
+                      std::to_string(opened.seq) + ", not " + std::to_string(seq_));
+  proto::Reply reply;
+  try {
+    reply = proto::parse_reply(opened.body);
+  } catch (const proto::ProtocolError& e) {
     throw ClientError(std::string("the controller sent a malformed reply: ") + e.what());
+  }
+  if (!reply.ok) throw Refused(reply.code, reply.message);
+  return reply.result;
+}
+
+std::string Client::receive_line(Clock::time_point deadline) {
+  char buffer[4096];
+  for (;;) {
+    if (const auto nl = received_.find('\n'); nl != std::string::npos) {
+      auto line = received_.substr(0, nl);
+      received_.erase(0, nl + 1);
+      return line;
+    }
+    if (received_.size() > proto::kMaxLineBytes) throw ClientError("reply too large");
+    if (!wait_for(socket_.get(), POLLIN, deadline)) throw ClientError(std::string(kTimedOut));
+    const auto n = recv(socket_.get(), buffer, sizeof buffer, 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) throw Closed();
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      throw ClientError(std::string("receive failed: ") + std::strerror(errno));
+    }
+    received_.append(buffer, static_cast<std::size_t>(n));
   }
 }
 

@@ -25,7 +25,8 @@ constexpr std::string_view kKnownKeys =
     "listen, state_dir, provider, max_attempts, munge_socket, backoff, probe_interval, "
     "probe_failures, end_window, repair_timeout, min_time_left, local_restart_command, "
     "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
-    "heartbeat_max_silent_percent, spares, register_timeout, retention";
+    "heartbeat_max_silent_percent, spares, register_timeout, retention, auth_timeout, "
+    "max_unauthenticated, max_user_connections, reserved_fds, privileged_connections";
 
 // A command line split on blanks; the program is an absolute path and some
 // argument names the node with "{node}".
@@ -43,6 +44,27 @@ std::vector<std::string> parse_command(const std::string& key, std::string_view 
           words, [](const std::string& w) { return w.find("{node}") != std::string::npos; }))
     throw ConfigError(key + " '" + std::string(value) + "' does not name the node ({node})");
   return words;
+}
+
+// The connection limits; false for another key.
+bool apply_limit(DaemonConfig& config, const std::string& key, const std::string& value) {
+  auto count = [&](std::uint64_t max) {
+    return static_cast<unsigned>(parse_uint(key, value, 1, max));
+  };
+  if (key == "auth_timeout")
+    config.auth_timeout =
+        parse_seconds(key, value, std::chrono::seconds{60}, std::chrono::seconds{1});
+  else if (key == "max_unauthenticated")
+    config.max_unauthenticated = count(100'000);
+  else if (key == "max_user_connections")
+    config.max_user_connections = count(100'000);
+  else if (key == "reserved_fds")
+    config.reserved_fds = count(100'000);
+  else if (key == "privileged_connections")
+    config.privileged_connections = count(100'000);
+  else
+    return false;
+  return true;
 }
 
 void apply(DaemonConfig& config, const std::string& key, const std::string& value) {
@@ -97,7 +119,7 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
     config.spares = static_cast<unsigned>(parse_uint(key, value, 1, 1000));
   } else if (key == "heartbeat_max_silent_percent") {
     config.heartbeat_max_silent_percent = static_cast<unsigned>(parse_uint(key, value, 1, 100));
-  } else {
+  } else if (!apply_limit(config, key, value)) {
     throw ConfigError("unknown key '" + key + "' (known: " + std::string(kKnownKeys) + ")");
   }
 }
@@ -175,7 +197,12 @@ std::string render(const DaemonConfig& config) {
       << "provider_backoff=" << seconds_text(config.provider_backoff) << "\n"
       << "register_timeout=" << seconds_text(config.register_timeout) << "\n"
       << "heartbeat_timeout=" << seconds_text(config.heartbeat_timeout) << "\n"
-      << "heartbeat_max_silent_percent=" << config.heartbeat_max_silent_percent << "\n";
+      << "heartbeat_max_silent_percent=" << config.heartbeat_max_silent_percent << "\n"
+      << "auth_timeout=" << seconds_text(config.auth_timeout) << "\n"
+      << "max_unauthenticated=" << config.max_unauthenticated << "\n"
+      << "max_user_connections=" << config.max_user_connections << "\n"
+      << "reserved_fds=" << config.reserved_fds << "\n"
+      << "privileged_connections=" << config.privileged_connections << "\n";
   if (config.provider == ProviderKind::spares) out << "spares=" << config.spares << "\n";
   if (!config.provider_command.empty())
     out << "provider_command=" << config.provider_command.string() << "\n";

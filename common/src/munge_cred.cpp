@@ -25,10 +25,12 @@ Context make_context(const std::string& socket) {
 
 }  // namespace
 
-std::string credential_payload(const std::string& op) { return "slurm-auto-resume/1 " + op; }
-
-std::string munge_encode_credential(const std::string& socket, const std::string& payload) {
-  auto ctx = make_context(socket);
+std::string MungeDaemon::encode(const std::string& payload, std::optional<uid_t> restrict_uid) {
+  auto ctx = make_context(socket_);
+  if (restrict_uid &&
+      munge_ctx_set(ctx.get(), MUNGE_OPT_UID_RESTRICTION, *restrict_uid) != EMUNGE_SUCCESS)
+    throw MungeError("cannot restrict a munge credential to uid " + std::to_string(*restrict_uid) +
+                     ": " + munge_ctx_strerror(ctx.get()));
   char* cred = nullptr;
   if (const auto rc =
           munge_encode(&cred, ctx.get(), payload.data(), static_cast<int>(payload.size()));
@@ -38,8 +40,8 @@ std::string munge_encode_credential(const std::string& socket, const std::string
   return std::string(cred);
 }
 
-MungeIdentity munge_decode_credential(const std::string& cred, const std::string& socket) {
-  auto ctx = make_context(socket);
+MungeIdentity MungeDaemon::decode(const std::string& cred) {
+  auto ctx = make_context(socket_);
   void* payload = nullptr;
   int length = 0;
   MungeIdentity identity;

@@ -6,7 +6,11 @@ namespace ar {
 
 std::string_view plugin_config_keys() {
   return "controller, required, connect_timeout, munge_socket, verdict_timeout, "
-         "unreachable_timeout";
+         "unreachable_timeout, controller_uid";
+}
+
+ClientOptions client_options(const PluginConfig& config) {
+  return {config.controller, config.connect_timeout, config.munge_socket, config.controller_uid};
 }
 
 PluginConfig parse_plugin_config(std::span<const std::string> args) {
@@ -27,6 +31,8 @@ PluginConfig parse_plugin_config(std::span<const std::string> args) {
           parse_seconds(key, value, PluginConfig::kMaxUnreachableTimeout, std::chrono::seconds(1));
     } else if (key == "munge_socket") {
       config.munge_socket = parse_absolute_path(key, value);
+    } else if (key == "controller_uid") {
+      config.controller_uid = static_cast<uid_t>(parse_uint(key, value, 0, 0xfffffffe));
     } else {
       throw ConfigError("unknown plugstack.conf argument '" + key +
                         "' (known: " + std::string(plugin_config_keys()) + ")");

@@ -11,8 +11,8 @@ namespace {
   throw ProtocolError(code::kBadRequest, message);
 }
 
-std::string line_of(json reply) {
-  return reply.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+std::string text_of(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string named(const char* field) { return std::string("field '") + field + "'"; }
@@ -146,12 +146,12 @@ json to_json_array(const std::vector<Item>& items) {
 
 }  // namespace
 
-Request parse_request(std::string_view line) {
-  if (line.size() > kMaxMessageBytes)
-    throw ProtocolError(code::kTooLarge, "message of " + std::to_string(line.size()) +
+Request parse_request(std::string_view body_text) {
+  if (body_text.size() > kMaxMessageBytes)
+    throw ProtocolError(code::kTooLarge, "message of " + std::to_string(body_text.size()) +
                                              " bytes exceeds the limit of " +
                                              std::to_string(kMaxMessageBytes));
-  json body = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) bad("not valid JSON");
   if (!body.is_object()) bad("a request must be a JSON object");
   Request request;
@@ -162,40 +162,48 @@ Request parse_request(std::string_view line) {
     if (!flat) bad("field 'id' must be a number or a string of at most 128 bytes");
     request.id = *it;
   }
-  const auto v = body.find("v");
-  if (v == body.end()) bad("missing field 'v' (protocol version)");
-  if (!v->is_number_integer()) bad("field 'v' must be an integer");
-  if (v->get<long long>() != kVersion)
-    throw ProtocolError(code::kVersion, "protocol version " + shown(*v) +
-                                            " is not supported (this server speaks " +
-                                            std::to_string(kVersion) + ")");
   request.op = get_string(body, "op", 64);
-  request.cred = get_string(body, "cred", 16 * 1024);
   request.body = std::move(body);
   return request;
 }
 
 std::string ok_reply(const json& id, json result) {
-  json reply = {{"v", kVersion}, {"ok", true}, {"result", std::move(result)}};
+  json reply = {{"ok", true}, {"result", std::move(result)}};
   if (!id.is_null()) reply["id"] = id;
-  return line_of(std::move(reply));
+  return text_of(reply);
 }
 
 std::string error_reply(const json& id, std::string_view code, std::string_view message) {
-  json reply = {{"v", kVersion},
-                {"ok", false},
+  json reply = {{"ok", false},
                 {"error", {{"code", std::string(code)}, {"message", std::string(message)}}}};
   if (!id.is_null()) reply["id"] = id;
-  return line_of(std::move(reply));
+  return text_of(reply);
 }
 
-std::string make_request(const json& id, std::string_view op, std::string_view cred, json fields) {
+std::string make_request(const json& id, std::string_view op, json fields) {
   json request = fields.is_object() ? std::move(fields) : json::object();
-  request["v"] = kVersion;
-  request["id"] = id;
+  if (!id.is_null()) request["id"] = id;
   request["op"] = std::string(op);
-  request["cred"] = std::string(cred);
-  return line_of(std::move(request));
+  return text_of(request);
+}
+
+Reply parse_reply(std::string_view body_text) {
+  auto body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) bad("a reply must be a JSON object");
+  Reply out;
+  out.ok = get_bool(body, "ok");
+  if (out.ok) {
+    // Moved out, never copied: a copy recurses as deep as the JSON is
+    // nested, and a reply of 32,000 nested arrays overflowed the stack.
+    const auto it = body.find("result");
+    out.result = it != body.end() ? std::move(*it) : json::object();
+    return out;
+  }
+  const auto& error = required(body, "error");
+  if (!error.is_object()) bad("field 'error' must be an object");
+  out.code = get_string(error, "code", 64);
+  out.message = get_string(error, "message", kMaxTextBytes);
+  return out;
 }
 
 // hello

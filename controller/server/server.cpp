@@ -2,8 +2,8 @@
 
 #include <fmt/core.h>
 
-#include "autoresume/munge_cred.hpp"
-#include "autoresume/protocol.hpp"
+#include <algorithm>
+
 #include "log.hpp"
 
 namespace ar {
@@ -23,12 +23,35 @@ tcp::endpoint resolve(asio::io_context& io, const Endpoint& listen) {
 
 }  // namespace
 
+struct Server::Connection {
+  enum class State { waiting, authenticated, released };
+  explicit Connection(tcp::socket s) : socket(std::move(s)), deadline(socket.get_executor()) {}
+
+  tcp::socket socket;
+  // Closes the socket: auth_timeout after the accept, then idle_timeout
+  // after each request.
+  asio::steady_timer deadline;
+  State state = State::waiting;
+  // Waiting for its first whole line: the connection may be closed for a
+  // newer one.
+  bool evictable = true;
+  uid_t uid = 0;
+  bool privileged = false;
+  net::asio::ip::address peer;
+  std::list<ConnectionPtr>::iterator in_waiting;
+  session::Keys keys;          // once authenticated
+  std::uint64_t last_seq = 0;  // of the last request answered
+};
+
 Server::Server(asio::io_context& io, asio::thread_pool& workers, const Endpoint& listen,
-               Service& service, std::string munge_socket)
+               const ConnectionLimits& limits, Munge& munge, Handler handle, Privileged privileged)
     : acceptor_(io, resolve(io, listen), /*reuse_address=*/true),
       workers_(workers),
-      service_(service),
-      munge_socket_(std::move(munge_socket)) {}
+      limits_(limits),
+      munge_(munge),
+      handle_(std::move(handle)),
+      privileged_(std::move(privileged)),
+      refusal_flush_(io) {}
 
 void Server::start() { asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached); }
 
@@ -39,105 +62,239 @@ asio::awaitable<void> Server::accept_loop() {
     if (error == asio::error::operation_aborted) co_return;
     if (error) {
       // E.g. out of file descriptors: retrying at once would spin.
-      log::warn("accept failed: {}", error.message());
+      refused("accept failed: " + error.message());
       asio::steady_timer pause(acceptor_.get_executor(), std::chrono::milliseconds(100));
       co_await pause.async_wait(net::use_awaitable);
       continue;
     }
-    if (sessions_ >= kMaxSessions) {
-      log::warn("{} connections open: refusing one more", sessions_);
-      continue;  // the socket closes as it goes out of scope
-    }
-    asio::co_spawn(acceptor_.get_executor(), session(std::move(socket)), asio::detached);
+    if (!admit(socket)) continue;  // the socket closes as it goes out of scope
+    boost::system::error_code ignored;
+    const auto peer = socket.remote_endpoint(ignored).address();
+    auto connection = std::make_shared<Connection>(std::move(socket));
+    connection->peer = peer;
+    ++open_;
+    connection->in_waiting = waiting_.insert(waiting_.end(), connection);
+    asio::co_spawn(acceptor_.get_executor(), session(std::move(connection)), asio::detached);
   }
 }
 
-std::string Server::answer(std::string_view line) {
-  proto::Request request;
+bool Server::admit(tcp::socket& socket) {
+  boost::system::error_code ignored;
+  const auto peer = socket.remote_endpoint(ignored);
+  const auto from = fmt::format("from {}:{}", peer.address().to_string(ignored), peer.port());
+  if (waiting_.size() >= limits_.max_unauthenticated) {
+    const auto why = fmt::format("{} connections wait to authenticate (max_unauthenticated={}): ",
+                                 waiting_.size(), limits_.max_unauthenticated);
+    if (!evict_oldest()) {
+      refused(why + "refused a new one " + from);
+      return false;
+    }
+    refused(why +
+            "closed the oldest one that sent nothing, of the address with the most, for one " +
+            from);
+  }
+  if (open_ >= limits_.max_connections && !evict_oldest()) {
+    refused(
+        fmt::format("{} connections open, all the descriptors left for them (RLIMIT_NOFILE "
+                    "less reserved_fds): refused one {}",
+                    open_, from));
+    return false;
+  }
+  return true;
+}
+
+bool Server::evict_oldest() {
+  std::map<net::asio::ip::address, std::size_t> waiting_from;
+  std::size_t most = 0;
+  for (const auto& candidate : waiting_)
+    if (candidate->evictable) most = std::max(most, ++waiting_from[candidate->peer]);
+  for (const auto& candidate : waiting_) {
+    if (!candidate->evictable || waiting_from[candidate->peer] != most) continue;
+    const auto victim = candidate;  // release() erases it from waiting_
+    release(*victim);
+    return true;
+  }
+  return false;
+}
+
+std::string Server::promote(Connection& connection, uid_t uid, bool privileged) {
+  if (!privileged) {
+    const auto held = per_user_.contains(uid) ? per_user_[uid] : 0;
+    if (held >= limits_.max_user_connections)
+      return fmt::format("uid {} holds {} connections already (max_user_connections={})", uid, held,
+                         limits_.max_user_connections);
+    if (users_ >= limits_.users_share())
+      return fmt::format(
+          "users hold {} connections already: the rest is kept for root and SlurmUser (the "
+          "descriptors left less privileged_connections and max_unauthenticated)",
+          users_);
+    ++per_user_[uid];
+    ++users_;
+  }
+  waiting_.erase(connection.in_waiting);
+  connection.state = Connection::State::authenticated;
+  connection.uid = uid;
+  connection.privileged = privileged;
+  return {};
+}
+
+void Server::release(Connection& connection) {
+  using State = Connection::State;
+  if (connection.state == State::released) return;
+  if (connection.state == State::waiting) {
+    waiting_.erase(connection.in_waiting);
+  } else if (!connection.privileged) {
+    --users_;
+    if (--per_user_[connection.uid] == 0) per_user_.erase(connection.uid);
+  }
+  connection.state = State::released;
+  --open_;
+  connection.deadline.cancel();
+  boost::system::error_code ignored;
+  connection.socket.shutdown(tcp::socket::shutdown_both, ignored);
+  connection.socket.close(ignored);
+}
+
+void Server::refused(const std::string& why) {
+  if (auto line = refusals_.refused(why, RefusalLog::Clock::now()))
+    log::warn("{}", *line);
+  else
+    arm_refusal_flush();
+}
+
+void Server::arm_refusal_flush() {
+  const auto due = refusals_.due();
+  if (refusal_flush_armed_ || !due) return;
+  refusal_flush_armed_ = true;
+  refusal_flush_.expires_at(*due);
+  refusal_flush_.async_wait([this](const boost::system::error_code& ec) {
+    refusal_flush_armed_ = false;
+    if (ec) return;
+    if (auto line = refusals_.flush(RefusalLog::Clock::now())) log::warn("{}", *line);
+    arm_refusal_flush();
+  });
+}
+
+Server::Handshake Server::handshake(std::string line) {
+  Handshake out;
   try {
-    request = proto::parse_request(line);
+    out.hello = session::answer_client_hello(line, munge_);
   } catch (const proto::ProtocolError& e) {
-    return proto::error_reply(nullptr, e.code(), e.what());
+    out.error_line = session::error_line(e.code(), e.what());
+    return out;
   }
-  uid_t caller = 0;
+  out.privileged = privileged_(out.hello.uid);
+  return out;
+}
+
+Server::Served Server::serve(std::string line, const session::Keys& keys, std::uint64_t last_seq,
+                             uid_t caller) {
+  session::Opened opened;
   try {
-    const auto identity = munge_decode_credential(request.cred, munge_socket_);
-    if (identity.payload != credential_payload(request.op))
-      return proto::error_reply(request.id, code::kUnauthenticated,
-                                "the credential was not made for op '" + request.op + "'");
-    caller = identity.uid;
-  } catch (const MungeError& e) {
-    return proto::error_reply(request.id, code::kUnauthenticated, e.what());
+    opened = session::open(line, keys, session::Direction::request);
+  } catch (const proto::ProtocolError& e) {
+    return {session::error_line(e.code(), e.what()), 0, true};
   }
+  if (opened.seq <= last_seq)
+    return {session::error_line(code::kUnauthenticated,
+                                fmt::format("sequence number {} is not above {}: a replayed or "
+                                            "reordered request",
+                                            opened.seq, last_seq)),
+            0, true};
+  proto::Request request;
+  std::string body;
   try {
-    return service_.handle(request, caller);
+    request = proto::parse_request(opened.body);
+    body = handle_(request, caller);
+  } catch (const proto::ProtocolError& e) {
+    body = proto::error_reply(request.id, e.code(), e.what());
   } catch (const std::exception& e) {
     log::error("op '{}' from uid {} failed: {}", request.op, caller, e.what());
-    return proto::error_reply(request.id, code::kInternal, e.what());
+    body = proto::error_reply(request.id, code::kInternal, e.what());
   }
+  return {session::seal(keys, session::Direction::reply, opened.seq, body), opened.seq, false};
 }
 
-// A coroutine function rather than a capturing lambda: a lambda's captures
+// Coroutine functions rather than capturing lambdas: a lambda's captures
 // live in the lambda object, which is gone before the coroutine runs.
-asio::awaitable<std::string> Server::answer_on_worker(std::string line) { co_return answer(line); }
+asio::awaitable<Server::Handshake> Server::handshake_on_worker(std::string line) {
+  co_return handshake(std::move(line));
+}
+asio::awaitable<Server::Served> Server::serve_on_worker(std::string line, session::Keys keys,
+                                                        std::uint64_t last_seq, uid_t caller) {
+  co_return serve(std::move(line), keys, last_seq, caller);
+}
 
-asio::awaitable<void> Server::session(tcp::socket plain_socket) {
-  ++sessions_;
-  // Shared with the idle timer's handler, which may already be queued when
-  // this coroutine ends: it holds the socket alive, and `done` tells it the
-  // session is over.
-  struct Shared {
-    explicit Shared(tcp::socket s) : socket(std::move(s)) {}
-    tcp::socket socket;
-    bool done = false;
-  };
-  auto shared = std::make_shared<Shared>(std::move(plain_socket));
-  auto& socket = shared->socket;
-  asio::steady_timer idle(socket.get_executor());
-  // Closes the socket when no request came for kIdleTimeout.
-  auto arm = [&] {
-    idle.expires_after(kIdleTimeout);
-    idle.async_wait([shared](const boost::system::error_code& ec) {
-      if (!ec && !shared->done) {
-        boost::system::error_code ignored;
-        shared->socket.close(ignored);
-      }
+asio::awaitable<std::string> Server::answer_line(Connection& connection, std::string line,
+                                                 bool& close_after) {
+  if (connection.state == Connection::State::authenticated) {
+    auto served = co_await asio::co_spawn(
+        workers_,
+        serve_on_worker(std::move(line), connection.keys, connection.last_seq, connection.uid),
+        net::use_awaitable);
+    if (served.close) {
+      close_after = true;
+    } else {
+      connection.last_seq = served.seq;
+    }
+    co_return std::move(served.line);
+  }
+  // The first line: the session's hello. A failed one closes the connection.
+  connection.evictable = false;
+  close_after = true;
+  auto shake =
+      co_await asio::co_spawn(workers_, handshake_on_worker(std::move(line)), net::use_awaitable);
+  if (!connection.socket.is_open()) co_return std::string();  // its deadline passed meanwhile
+  if (!shake.error_line.empty()) co_return shake.error_line;
+  if (const auto why = promote(connection, shake.hello.uid, shake.privileged); !why.empty()) {
+    refused(why);
+    co_return session::error_line(code::kBusy, why);
+  }
+  connection.keys = std::move(shake.hello.keys);
+  close_after = false;
+  co_return std::move(shake.hello.line);
+}
+
+asio::awaitable<void> Server::session(ConnectionPtr connection) {
+  auto& socket = connection->socket;
+  const std::weak_ptr<Connection> weak = connection;
+  auto arm = [&](std::chrono::milliseconds timeout) {
+    connection->deadline.expires_after(timeout);
+    connection->deadline.async_wait([weak](const boost::system::error_code& ec) {
+      const auto expired = weak.lock();
+      if (ec || !expired) return;
+      boost::system::error_code ignored;
+      expired->socket.close(ignored);
     });
   };
+  arm(limits_.auth_timeout);
   std::string buffer;
   for (;;) {
-    arm();
+    if (connection->state == Connection::State::authenticated) arm(limits_.idle_timeout);
     boost::system::error_code error;
     const auto n = co_await asio::async_read_until(
-        socket, asio::dynamic_buffer(buffer, proto::kMaxMessageBytes + 1), '\n',
+        socket, asio::dynamic_buffer(buffer, proto::kMaxLineBytes + 1), '\n',
         asio::redirect_error(net::use_awaitable, error));
     std::string reply;
     bool close_after = false;
     if (error == asio::error::not_found) {
-      reply = proto::error_reply(
-          nullptr, code::kTooLarge,
-          fmt::format("message exceeds the limit of {} bytes", proto::kMaxMessageBytes));
+      reply = session::error_line(
+          code::kTooLarge, fmt::format("line exceeds the limit of {} bytes", proto::kMaxLineBytes));
       close_after = true;  // the rest of the oversized line cannot be resynchronized
     } else if (error) {
-      break;  // closed by the peer or by the idle timer
+      break;  // closed by the peer, by the deadline or for a newer connection
     } else {
       std::string line(buffer.data(), n - 1);
       if (!line.empty() && line.back() == '\r') line.pop_back();
       buffer.erase(0, n);
-      reply =
-          co_await asio::co_spawn(workers_, answer_on_worker(std::move(line)), net::use_awaitable);
+      reply = co_await answer_line(*connection, std::move(line), close_after);
     }
     boost::system::error_code write_error;
     co_await asio::async_write(socket, asio::buffer(reply),
                                asio::redirect_error(net::use_awaitable, write_error));
     if (write_error || close_after) break;
   }
-  shared->done = true;
-  idle.cancel();
-  boost::system::error_code ignored;
-  socket.shutdown(tcp::socket::shutdown_both, ignored);
-  socket.close(ignored);
-  --sessions_;
+  release(*connection);
 }
 
 }  // namespace ar

@@ -1,31 +1,50 @@
 #pragma once
 // The TCP front of the controller: one coroutine per connection reads
-// newline-delimited requests (at most proto::kMaxMessageBytes each),
-// authenticates each by its munge credential and answers it in order, so
-// only one write is in flight per connection. A connection idle for
-// kIdleTimeout is closed. Requests are answered on a worker pool.
+// newline-delimited lines (at most proto::kMaxLineBytes each) and answers
+// each in order, so only one write is in flight per connection. The first
+// line opens a protocol v2 session (one munge round trip: session.hpp);
+// each later one is a request signed with the session's key, answered by a
+// reply signed with it. Handshakes and requests are handled on a worker
+// pool.
+//
+// Connections are admitted within ConnectionLimits (docs/protocol.md,
+// "Limits"): one waits at most auth_timeout for its session, at most
+// max_unauthenticated wait at once (a new one closes the oldest of them
+// that has sent nothing whole, from the address with the most), a user other than root and
+// SlurmUser holds at most max_user_connections, and privileged_connections stay for root and
+// SlurmUser. Refusals are logged at most once per kRefusalLogInterval.
+
+#include <sys/types.h>
 
 #include <chrono>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "autoresume/endpoint.hpp"
+#include "autoresume/munge_cred.hpp"
+#include "autoresume/protocol.hpp"
+#include "autoresume/session.hpp"
+#include "server/limits.hpp"
 #include "server/net.hpp"
-#include "server/service.hpp"
 
 namespace ar {
 
 class Server {
  public:
-  static constexpr std::chrono::seconds kIdleTimeout{60};
-  // Connections beyond this are closed at once, so that no one client can
-  // use up the daemon's file descriptors.
-  static constexpr std::size_t kMaxSessions = 1024;
+  static constexpr std::chrono::seconds kRefusalLogInterval{10};
+  // The reply body to an authenticated request.
+  using Handler = std::function<std::string(const proto::Request&, uid_t caller)>;
+  // Whether a uid is root or SlurmUser (may ask slurmctld: called on a worker).
+  using Privileged = std::function<bool(uid_t)>;
 
   // Binds and listens at once (throws on failure, e.g. the port is taken).
   // Requests are decoded and answered on `workers` (munge and slurmctld may
   // be slow), never on the io thread.
   Server(net::asio::io_context& io, net::asio::thread_pool& workers, const Endpoint& listen,
-         Service& service, std::string munge_socket);
+         const ConnectionLimits& limits, Munge& munge, Handler handle, Privileged privileged);
 
   // The bound endpoint (the real port when listening on port 0).
   net::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
@@ -33,16 +52,64 @@ class Server {
   void start();
 
  private:
+  struct Connection;
+  using ConnectionPtr = std::shared_ptr<Connection>;
+  // A hello answered on a worker: the session and its reply, or the error
+  // line to send.
+  struct Handshake {
+    std::string error_line;
+    session::ServerHello hello;
+    bool privileged = false;
+  };
+  // A request answered on a worker: the signed reply, or an unsigned error
+  // line and the connection closed.
+  struct Served {
+    std::string line;
+    std::uint64_t seq = 0;
+    bool close = false;
+  };
+
   net::awaitable<void> accept_loop();
-  net::awaitable<void> session(net::tcp::socket socket);
-  std::string answer(std::string_view line);
-  net::awaitable<std::string> answer_on_worker(std::string line);
+  // Takes an accepted connection in, or closes it (returns false).
+  bool admit(net::tcp::socket& socket);
+  net::awaitable<void> session(ConnectionPtr connection);
+  // The reply to one line of `connection`; sets `close_after` when the
+  // connection must go once it is sent.
+  net::awaitable<std::string> answer_line(Connection& connection, std::string line,
+                                          bool& close_after);
+  // Moves `connection` from waiting to authenticated as `uid`; empty when
+  // it may stay, else why not.
+  std::string promote(Connection& connection, uid_t uid, bool privileged);
+  // The connection no longer counts: out of every tally, its socket closed.
+  void release(Connection& connection);
+  // Closes a connection waiting to authenticate that has sent nothing whole
+  // yet: the oldest of those of the address that holds the most of them
+  // (so that a flood from one address does not push out the others);
+  // false when there is none.
+  bool evict_oldest();
+  void refused(const std::string& why);
+  void arm_refusal_flush();
+
+  Handshake handshake(std::string line);
+  Served serve(std::string line, const session::Keys& keys, std::uint64_t last_seq, uid_t caller);
+  net::awaitable<Handshake> handshake_on_worker(std::string line);
+  net::awaitable<Served> serve_on_worker(std::string line, session::Keys keys,
+                                         std::uint64_t last_seq, uid_t caller);
 
   net::tcp::acceptor acceptor_;
   net::asio::thread_pool& workers_;
-  Service& service_;
-  std::string munge_socket_;
-  std::size_t sessions_ = 0;
+  ConnectionLimits limits_;
+  Munge& munge_;
+  Handler handle_;
+  Privileged privileged_;
+  // Touched on the io thread only.
+  std::size_t open_ = 0;   // every connection admitted and not released
+  std::size_t users_ = 0;  // authenticated, not root nor SlurmUser
+  std::map<uid_t, std::size_t> per_user_;
+  std::list<ConnectionPtr> waiting_;  // not authenticated yet, oldest first
+  RefusalLog refusals_{kRefusalLogInterval};
+  net::asio::steady_timer refusal_flush_;
+  bool refusal_flush_armed_ = false;
 };
 
 }  // namespace ar

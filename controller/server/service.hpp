@@ -31,12 +31,12 @@ class Service {
   Service(Store& store, slurm::SlurmApi& slurm, const Clock& clock, std::function<void()> wake,
           NodeKeeper* keeper = nullptr, const DaemonConfig* config = nullptr);
 
-  // The reply line (newline included) for `request` from `caller`.
+  // The reply body for `request` from `caller`.
   std::string handle(const proto::Request& request, uid_t caller);
-
- private:
   // root, and SlurmUser once slurmctld has told who that is.
   bool privileged(uid_t caller);
+
+ private:
   // Throws forbidden with `message`; unavailable while slurmctld cannot say
   // who SlurmUser is (so SlurmUser is never told it may not).
   [[noreturn]] void refuse(uid_t caller, const std::string& message);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # auto-resumed end to end: a flagged step registers, users see and touch only
-# their own jobs, credentials are checked, bad messages get an error reply
-# without disturbing anyone, and what was registered survives a controller
-# killed with SIGKILL.
+# their own jobs, sessions and signatures are checked (protocol v2), a v1
+# client is told the upgrade order, bad messages get an error reply without
+# disturbing anyone, and what was registered survives a controller killed
+# with SIGKILL.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -15,8 +16,8 @@ json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 step_values() {
   python3 -c "import json,sys; print(sorted(s['$1'] for s in json.load(sys.stdin)['steps']))"
 }
-register_body() {  # JOB_ID CRED -> a register request line
-  printf '{"v":1,"id":1,"op":"register","cred":"%s","job_id":%s,"step_id":0,"run_id":"r-%s","attempt":0,"argv":["srun","x"],"cwd":"/","nodelist":"node1"}' "$2" "$1" "$1"
+register_body() {  # JOB_ID -> a register request's body
+  printf '{"id":1,"op":"register","job_id":%s,"step_id":0,"run_id":"r-%s","attempt":0,"argv":["srun","x"],"cwd":"/","nodelist":"node1"}' "$1" "$1"
 }
 
 # A flagged step in a batch job registers; its tasks know the run id.
@@ -58,34 +59,49 @@ cursor=$(sed -n 's/^auto-resume: more to list: add --before \([0-9]*\)$/\1/p' mo
 [[ -n $cursor ]] || fail "no cursor after --limit 1: $(cat more.err)"
 assert_eq "$("$AR_CLI" status --before "$cursor" --json | step_values job_id)" "[$job]" \
   "the steps before the cursor"
-cred_for() { munge -s "slurm-auto-resume/1 $1" -S "$AUTO_RESUME_MUNGE_SOCKET"; }  # OP
-b_cred=$(as_b munge -s "slurm-auto-resume/1 register" -S "$AUTO_RESUME_MUNGE_SOCKET")
-wire "$(register_body "$a_job" "$b_cred")" >b_register.out
+as_b /usr/bin/python3 "$AR_SOURCE_DIR/test/integration/wire.py" "$CONTROLLER_PORT" @hello \
+  "@req:$(register_body "$a_job")" >b_register.out
+assert_contains b_register.out "uid 4242" "user B's session"
 assert_contains b_register.out '"code":"forbidden"' "user B registering user A's job"
 assert_contains b_register.out "belongs to uid $(id -u nobody)" "user B registering user A's job"
 
-# Credentials: none valid, one used twice, one made for another operation or
-# for another service (no payload) is refused.
-wire '{"v":1,"id":2,"op":"hello","cred":"garbage"}' >bad_cred.out
-assert_contains bad_cred.out '"code":"unauthenticated"' "a garbage credential"
-wire "{\"v\":1,\"op\":\"status\",\"cred\":\"$(cred_for hello)\"}" >other_op.out
-assert_contains other_op.out "not made for op 'status'" "a hello credential used for status"
-wire "{\"v\":1,\"op\":\"hello\",\"cred\":\"$(munge -n -S "$AUTO_RESUME_MUNGE_SOCKET")\"}" >no_payload.out
+# Sessions: a credential that is not valid, made for protocol v1, without
+# payload, or replayed is refused, and the connection closed.
+hello_line() { printf '{"v":2,"hello":"{}","cred":"%s"}' "$1"; }  # CRED
+wire "$(hello_line garbage)" @hello >bad_cred.out
+assert_contains <(sed -n 1p bad_cred.out) '"code":"unauthenticated"' "a garbage credential"
+assert_eq "$(sed -n 2p bad_cred.out)" "<closed>" "the connection after a refused hello"
+wire "$(hello_line "$(munge -s "slurm-auto-resume/1 hello" -S "$AUTO_RESUME_MUNGE_SOCKET")")" >v1_cred.out
+assert_contains v1_cred.out "not made for this hello" "a v1 credential"
+wire "$(hello_line "$(munge -n -S "$AUTO_RESUME_MUNGE_SOCKET")")" >no_payload.out
 assert_contains no_payload.out '"code":"unauthenticated"' "a credential without payload"
-cred=$(cred_for hello)
-wire "{\"v\":1,\"op\":\"hello\",\"cred\":\"$cred\"}" "{\"v\":1,\"op\":\"hello\",\"cred\":\"$cred\"}" >replay.out
-assert_eq "$(sed -n 1p replay.out | json_field "['ok']")" True "a fresh credential"
-assert_contains <(sed -n 2p replay.out) '"code":"unauthenticated"' "a replayed credential"
+WIRE_SAVE=$WORK/hello.line wire @hello >first.out
+assert_contains first.out "^session [0-9a-f]+ uid 0$" "a fresh hello"
+wire "$(cat hello.line)" >replay.out
+assert_contains replay.out '"code":"unauthenticated"' "a replayed hello"
 
-# Bad messages: an error reply each; a malformed line leaves the connection
-# usable, an oversized one closes it; a client connected meanwhile is served
-# while another holds its connection in the middle of a request.
-wire 'not json' '{"v":1}' '{"v":7,"op":"hello","cred":"x"}' @cred >bad.out
-assert_contains <(sed -n 1p bad.out) '"code":"bad_request"' "a line that is not JSON"
-assert_contains <(sed -n 2p bad.out) "missing field 'op'" "a request without op"
-assert_contains <(sed -n 3p bad.out) '"code":"bad_version"' "protocol version 7"
-assert_contains <(sed -n 4p bad.out) '"ok":true' "a good request after bad ones on the same connection"
-# The bystander sends the first half of a request and holds its connection
+# Signed requests: one altered on the way, or sent twice, is refused, and
+# the connection closed; a v1 client is told the upgrade order.
+wire @hello '@req:{"op":"status","job_id":777}' @tamper:777:778 >tamper.out
+assert_contains <(sed -n 2p tamper.out) '"steps":' "a signed request"
+assert_contains <(sed -n 3p tamper.out) "MAC does not match" "an altered request"
+wire @hello '@req:{"op":"status","job_id":777}' @replay @hello >seq.out
+assert_contains <(sed -n 3p seq.out) "sequence number 1 is not above 1" "a replayed request"
+assert_eq "$(sed -n 4p seq.out)" "<closed>" "the connection after a replayed request"
+wire '{"v":1,"id":2,"op":"hello","cred":"x"}' >v1.out
+assert_contains v1.out '"code":"bad_version"' "a v1 request"
+assert_contains v1.out "upgrade the controller first, then the login and batch hosts" "a v1 request"
+
+# Bad messages: an error reply each; a malformed request leaves its session
+# usable, an oversized line closes it; a client connected meanwhile is served
+# while another holds its connection in the middle of a line.
+wire 'not json' >not_json.out
+assert_contains not_json.out '"code":"bad_request"' "a first line that is not JSON"
+wire @hello '@req:not json' '@req:{"id":1}' '@req:{"op":"hello"}' >bad.out
+assert_contains <(sed -n 2p bad.out) '"code":"bad_request"' "a request that is not JSON"
+assert_contains <(sed -n 3p bad.out) "missing field 'op'" "a request without op"
+assert_contains <(sed -n 4p bad.out) '"ok":true' "a good request after bad ones in the same session"
+# The bystander sends the first half of a line and holds its connection
 # there until the file bystander.go appears (at most 30 s), then sends the
 # rest: a server that serves one connection at a time answers nobody else
 # meanwhile.
@@ -98,17 +114,18 @@ deadline = time.monotonic() + 30
 while not os.path.exists(sys.argv[2]) and time.monotonic() < deadline:
     time.sleep(0.05)
 s.sendall(b"\"cred\":\"x\"}\n")
-print(s.makefile().readline().strip(), flush=True)' "$CONTROLLER_PORT" "$WORK/bystander.go")
+print(s.makefile().readline().strip() or "<closed>", flush=True)' "$CONTROLLER_PORT" "$WORK/bystander.go")
 on_exit "touch $WORK/bystander.go"  # a failed test does not wait for it
 read -r -t 30 -u 3 line || fail "the bystander client did not connect"
 assert_eq "$line" connected "the bystander client"
-timeout 10 python3 "$AR_SOURCE_DIR/test/integration/wire.py" "$CONTROLLER_PORT" @big:70000 @cred >big.out ||
-  fail "a client was not answered within 10 s while another held its connection mid-request"
-assert_contains <(sed -n 1p big.out) '"code":"too_large"' "a 70000-byte line"
-assert_eq "$(sed -n 2p big.out)" "<closed>" "the connection after an oversized line"
+timeout 10 python3 "$AR_SOURCE_DIR/test/integration/wire.py" "$CONTROLLER_PORT" @hello @big:140000 @hello >big.out ||
+  fail "a client was not answered within 10 s while another held its connection mid-line"
+assert_contains <(sed -n 2p big.out) '"code":"too_large"' "a 140000-byte line"
+assert_eq "$(sed -n 3p big.out)" "<closed>" "the connection after an oversized line"
 touch bystander.go
-read -r -t 30 -u 3 line || fail "the bystander got no reply to its request once it completed it"
-[[ $line == *'"code":"unauthenticated"'* ]] || fail "the bystander got: $line"
+read -r -t 30 -u 3 line || fail "the bystander got no reply to its line once it completed it"
+# Within auth_timeout (5 s) it is told its version; later it was closed.
+[[ $line == *'"code":"bad_version"'* || $line == "<closed>" ]] || fail "the bystander got: $line"
 "$AR_CLI" hello >/dev/null || fail "the controller stopped answering after bad input"
 
 # SIGKILL, then start again: every registration is still there.
@@ -121,4 +138,24 @@ after=$(run_ids)
 assert_eq "$after" "$before" "steps after a restart"
 [[ $after == *"$run_id"* ]] || fail "run $run_id lost across a controller SIGKILL: $after"
 controller_down
+
+# With the controller down, user A binds its port and answers a session's
+# hello as well as it can (a credential of its own): root's CLI does not
+# believe it.
+exec 4< <(as_a /usr/bin/python3 -c '
+import hashlib, json, socket, subprocess, sys
+server = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+print("listening", flush=True)
+conn, _ = server.accept()
+body = json.loads(conn.makefile().readline())["hello"]
+payload = "slurm-auto-resume/2 session 00 %s %s" % (hashlib.sha256(body.encode()).hexdigest(), "ab" * 32)
+cred = subprocess.run(["munge", "-s", payload, "-u", "0", "-S", sys.argv[2]], check=True,
+                      capture_output=True, text=True).stdout.strip()
+conn.sendall((json.dumps({"v": 2, "session": "00", "cred": cred}) + "\n").encode())
+conn.makefile().readline()' "$CONTROLLER_PORT" "$AUTO_RESUME_MUNGE_SOCKET")
+read -r -t 30 -u 4 line || fail "user A's fake controller did not start"
+assert_eq "$line" listening "user A's fake controller"
+if "$AR_CLI" hello >fake.out 2>&1; then fail "root's CLI believed a fake controller: $(cat fake.out)"; fi
+assert_contains fake.out "comes from uid $(id -u nobody)" "root's CLI talking to a fake controller"
+assert_contains fake.out "not the controller" "root's CLI talking to a fake controller"
 note "ok"

@@ -160,7 +160,7 @@ free_port() {
 # (with any further plugstack arguments) and the CLI at it, and wait until it
 # answers. CONTROLLER_PID is its process. CONTROLLER_CONF: more lines for
 # its config file. Failed nodes are replaced by restarting them (a reboot),
-# or by CONTROLLER_RESTART_COMMAND.
+# or by CONTROLLER_RESTART_COMMAND. CONTROLLER_NOFILE: its descriptor limit.
 controller_up() {
   : "${AR_DAEMON:?}" "${AR_CLI:?}"
   CONTROLLER_PORT=${CONTROLLER_PORT:-$(free_port)}
@@ -180,7 +180,7 @@ CONF
   # group leader), so that a test that stops it (SIGSTOP) does not leave a
   # stopped process in the test's own process group, which the kernel hangs
   # up (SIGHUP) if that group is orphaned.
-  setsid "$AR_DAEMON" --config "$WORK/auto-resumed.conf" >>"$WORK/controller.log" 2>&1 &
+  setsid ${CONTROLLER_NOFILE:+prlimit --nofile="$CONTROLLER_NOFILE"} "$AR_DAEMON" --config "$WORK/auto-resumed.conf" >>"$WORK/controller.log" 2>&1 &
   CONTROLLER_PID=$!
   # shellcheck disable=SC2016 # expanded when the test ends
   on_exit 'kill -TERM "$CONTROLLER_PID" 2>/dev/null'

@@ -29,9 +29,10 @@ printf 'provider=local\nmax_attempts=4\n' >"$tmp/good.conf"
 settings=(listen state_dir provider max_attempts backoff probe_interval probe_failures end_window
   repair_timeout min_time_left provider_timeout provider_retries provider_backoff
   register_timeout heartbeat_timeout heartbeat_max_silent_percent retention
+  auth_timeout max_unauthenticated max_user_connections reserved_fds privileged_connections
   spares provider_command munge_socket local_restart_command)
 printf '%s\n' "${settings[@]}" | sort >"$tmp/settings"
-printf '%s\n' "${settings[@]:0:17}" | sort >"$tmp/settings-unset"
+printf '%s\n' "${settings[@]:0:22}" | sort >"$tmp/settings-unset"
 cat >"$tmp/full.conf" <<'CONF'
 provider=spares
 spares=2

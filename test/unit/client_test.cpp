@@ -1,3 +1,7 @@
+// ar::Client: typed requests on one protocol v2 session to a real Server
+// (munge faked), and what it says about controllers it cannot reach or
+// does not believe.
+
 #include "autoresume/client.hpp"
 
 #include <netinet/in.h>
@@ -6,12 +10,18 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "server_rig.hpp"
+
 using namespace std::chrono_literals;
+using ar::proto::json;
+using ar::test::ServerRig;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -35,77 +45,141 @@ struct Listener {
   ar::Endpoint endpoint() const { return {"127.0.0.1", port}; }
 };
 
-// Accepts one connection, reads one line into *request, then writes `reply`
-// (nothing if empty) and closes.
-std::thread serve_once(int listen_fd, std::string reply, std::string* request) {
+// Accepts one connection, reads one line, then writes what `answer` makes
+// of it (nothing if empty) and closes.
+std::thread serve_once(int listen_fd, std::function<std::string(const std::string&)> answer) {
   return std::thread([=] {
     const int conn = accept(listen_fd, nullptr, nullptr);
     if (conn < 0) return;
+    std::string request;
     char c = 0;
-    while (read(conn, &c, 1) == 1 && c != '\n') request->push_back(c);
+    while (read(conn, &c, 1) == 1 && c != '\n') request.push_back(c);
+    const auto reply = answer(request);
     if (!reply.empty()) (void)!write(conn, reply.data(), reply.size());
     close(conn);
   });
 }
 
+ar::ClientOptions options_for(const ar::Endpoint& endpoint,
+                              std::chrono::milliseconds timeout = 2s) {
+  return {endpoint, timeout, "", 0};
+}
+
+std::string hello_handler(const ar::proto::Request& request, uid_t caller) {
+  if (request.op == "hello")
+    return ar::proto::ok_reply(request.id, ar::proto::HelloReply{"9.9", 2, caller}.to_json());
+  if (request.op == "status")
+    return ar::proto::error_reply(request.id, "forbidden", "job 12 belongs to uid 1");
+  return ServerRig::echo(request, caller);
+}
+
 }  // namespace
 
-TEST_CASE("call_controller sends one request line and reads the reply", "[client]") {
-  Listener listener(true);
-  std::string request;
-  auto server = serve_once(listener.fd, "{\"v\":1,\"ok\":true,\"result\":{\"x\":7}}\n", &request);
-  const auto reply =
-      ar::call_controller(listener.endpoint(), 2s, "hello", "CRED", {{"field", "value"}});
-  server.join();
-  CHECK(reply.ok);
-  CHECK(reply.result["x"] == 7);
-  const auto sent = ar::proto::json::parse(request);
-  CHECK(sent["v"] == ar::proto::kVersion);
-  CHECK(sent["op"] == "hello");
-  CHECK(sent["cred"] == "CRED");
-  CHECK(sent["field"] == "value");
+TEST_CASE("a Client sends typed requests on one session", "[client]") {
+  ServerRig rig(ar::test::test_limits(), hello_handler);
+  ar::Client client(options_for(rig.endpoint()), rig.munge_of(1000));
+  for (int i = 0; i < 3; ++i) CHECK(client.send(ar::proto::HelloRequest{}).uid == 1000);
+  CHECK(rig.realm->next == 2);  // one munge round trip for the three
 }
 
-TEST_CASE("call_controller returns an error reply's code and message", "[client]") {
-  Listener listener(true);
-  std::string request;
-  auto server = serve_once(
-      listener.fd, "{\"v\":1,\"ok\":false,\"error\":{\"code\":\"forbidden\",\"message\":\"no\"}}\n",
-      &request);
-  const auto reply = ar::call_controller(listener.endpoint(), 2s, "status", "C", {});
-  server.join();
-  CHECK_FALSE(reply.ok);
-  CHECK(reply.code == "forbidden");
-  CHECK(reply.message == "no");
+TEST_CASE("a Client throws a refusal's code and message", "[client]") {
+  ServerRig rig(ar::test::test_limits(), hello_handler);
+  ar::Client client(options_for(rig.endpoint()), rig.munge_of(1000));
+  try {
+    client.send(ar::proto::StatusRequest{});
+    FAIL("no refusal");
+  } catch (const ar::Refused& e) {
+    CHECK(e.code() == "forbidden");
+    CHECK(e.message() == "job 12 belongs to uid 1");
+  }
+  CHECK(client.send(ar::proto::HelloRequest{}).uid == 1000);  // the session stays
 }
 
-TEST_CASE("call_controller reports a refused connection", "[client]") {
+TEST_CASE("a Client refuses a fake controller without root's credential", "[client]") {
+  // A user (uid 1000) bound the controller's port: it can read the hello
+  // but only make credentials of its own.
+  auto realm = std::make_shared<ar::test::MungeRealm>();
+  auto user = std::make_shared<ar::test::FakeMunge>(realm, 1000);
+  Listener listener(true);
+  auto fake = serve_once(listener.fd, [&](const std::string& line) {
+    const auto body = json::parse(line)["hello"].get<std::string>();
+    const auto payload = "slurm-auto-resume/2 session 00 " + ar::session::sha256_hex(body) + " " +
+                         std::string(64, 'a');
+    return json{{"v", 2}, {"session", "00"}, {"cred", user->encode(payload, 1001)}}.dump() + "\n";
+  });
+  ar::Client client(options_for(listener.endpoint()),
+                    std::make_shared<ar::test::FakeMunge>(realm, 1001));
+  CHECK_THROWS_WITH(client.send(ar::proto::HelloRequest{}),
+                    Contains("comes from uid 1000") && Contains("not the controller"));
+  fake.join();
+}
+
+TEST_CASE("a Client refuses root's credential made for another hello", "[client]") {
+  auto realm = std::make_shared<ar::test::MungeRealm>();
+  auto root = std::make_shared<ar::test::FakeMunge>(realm, 0);
+  // A captured controller credential: it answered someone else's hello.
+  const auto old = root->encode(
+      "slurm-auto-resume/2 session 00 " + std::string(64, 'b') + " " + std::string(64, 'a'), 1001);
+  Listener listener(true);
+  auto fake = serve_once(listener.fd, [&](const std::string&) {
+    return json{{"v", 2}, {"session", "00"}, {"cred", old}}.dump() + "\n";
+  });
+  ar::Client client(options_for(listener.endpoint()),
+                    std::make_shared<ar::test::FakeMunge>(realm, 1001));
+  CHECK_THROWS_WITH(client.send(ar::proto::HelloRequest{}), Contains("does not answer this hello"));
+  fake.join();
+}
+
+TEST_CASE("a Client names an old controller's refusal with the upgrade order", "[client]") {
+  Listener listener(true);
+  auto old = serve_once(listener.fd, [](const std::string&) {
+    return std::string(
+        R"x({"v":1,"ok":false,"error":{"code":"bad_version","message":"protocol version 2 is not supported (this server speaks 1)"}})x"
+        "\n");
+  });
+  ar::Client client(
+      options_for(listener.endpoint()),
+      std::make_shared<ar::test::FakeMunge>(std::make_shared<ar::test::MungeRealm>(), 0));
+  CHECK_THROWS_WITH(client.send(ar::proto::HelloRequest{}),
+                    Contains("bad_version") && Contains("upgrade it first"));
+  old.join();
+}
+
+TEST_CASE("a Client reports a refused connection", "[client]") {
   Listener bound(false);  // bound but not listening: nobody else can take the port
-  CHECK_THROWS_WITH(ar::call_controller(bound.endpoint(), 2s, "hello", "C", {}),
-                    Contains("refused"));
+  ar::Client client(
+      options_for(bound.endpoint()),
+      std::make_shared<ar::test::FakeMunge>(std::make_shared<ar::test::MungeRealm>(), 0));
+  CHECK_THROWS_WITH(client.send(ar::proto::HelloRequest{}), Contains("refused"));
 }
 
-TEST_CASE("call_controller reports a host that does not resolve", "[client]") {
-  CHECK_THROWS_WITH(ar::call_controller({"no-such-host.invalid", 1}, 2s, "hello", "C", {}),
-                    Contains("resolve"));
+TEST_CASE("a Client reports a host that does not resolve", "[client]") {
+  ar::Client client(
+      options_for({"no-such-host.invalid", 1}),
+      std::make_shared<ar::test::FakeMunge>(std::make_shared<ar::test::MungeRealm>(), 0));
+  CHECK_THROWS_WITH(client.send(ar::proto::HelloRequest{}), Contains("resolve"));
 }
 
-TEST_CASE("call_controller gives up on a silent server at the deadline", "[client]") {
+TEST_CASE("a Client gives up on a silent server at the deadline", "[client]") {
   Listener listener(true);  // accepts (backlog) but never answers
-  CHECK_THROWS_WITH(ar::call_controller(listener.endpoint(), 200ms, "hello", "C", {}),
-                    Contains("timed out after 200 ms"));
+  ar::Client client(
+      options_for(listener.endpoint(), 200ms),
+      std::make_shared<ar::test::FakeMunge>(std::make_shared<ar::test::MungeRealm>(), 0));
+  CHECK_THROWS_WITH(client.send(ar::proto::HelloRequest{}), Contains("timed out after 200 ms"));
 }
 
-TEST_CASE("call_controller rejects a closed connection or a malformed reply", "[client]") {
+TEST_CASE("a Client rejects a closed connection or a malformed reply", "[client]") {
   Listener listener(true);
-  std::string request;
-  auto closer = serve_once(listener.fd, "", &request);
-  CHECK_THROWS_WITH(ar::call_controller(listener.endpoint(), 2s, "hello", "C", {}),
-                    Contains("closed the connection"));
+  auto munge = std::make_shared<ar::test::FakeMunge>(std::make_shared<ar::test::MungeRealm>(), 0);
+  auto closer = serve_once(listener.fd, [](const std::string&) { return std::string(); });
+  CHECK_THROWS_WITH(
+      ar::Client(options_for(listener.endpoint()), munge).send(ar::proto::HelloRequest{}),
+      Contains("closed the connection"));
   closer.join();
-  auto garbler = serve_once(listener.fd, "not json\n", &request);
-  CHECK_THROWS_WITH(ar::call_controller(listener.endpoint(), 2s, "hello", "C", {}),
-                    Contains("malformed reply"));
+  auto garbler = serve_once(listener.fd, [](const std::string&) { return std::string("x\n"); });
+  CHECK_THROWS_WITH(
+      ar::Client(options_for(listener.endpoint()), munge).send(ar::proto::HelloRequest{}),
+      Contains("malformed reply"));
   garbler.join();
 }
 
@@ -124,37 +198,70 @@ void on_small_stack(std::size_t stack_bytes, const std::function<void()>& body) 
   REQUIRE(pthread_join(thread, nullptr) == 0);
 }
 
-// Found by fuzz/reply.cpp: the reply's result and error were copied out of
-// the parsed line, a recursion as deep as the JSON; a reply of 32,000
-// nested arrays (64 KB, within the line limit) overflowed the stack of
-// srun, the CLI or the node agent. Reading a reply takes a stack of a size
-// that does not grow with its nesting.
-TEST_CASE("call_controller reads a reply nested as deep as a line allows", "[client]") {
+// Found by fuzz/reply.cpp: the reply's result was copied out of the parsed
+// line, a recursion as deep as the JSON; a reply of 32,000 nested arrays
+// (64 KB, within the line limit) overflowed the stack of srun, the CLI or
+// the node agent. Reading a reply takes a stack of a size that does not
+// grow with its nesting.
+TEST_CASE("a reply nested as deep as a line allows is read on a small stack", "[client]") {
   constexpr std::size_t kDepth = 32'000;
   const auto nested = std::string(kDepth, '[') + std::string(kDepth, ']');
+  std::optional<ar::proto::Reply> reply;
+  on_small_stack(
+      1 << 20, [&] { reply = ar::proto::parse_reply("{\"ok\":true,\"result\":" + nested + "}"); });
+  REQUIRE(reply);  // the result is the caller's to judge
+  CHECK(reply->ok);
+  CHECK(reply->result.is_array());
+}
+
+namespace {
+
+std::string read_line_from(int fd) {
+  std::string line;
+  char c = 0;
+  while (read(fd, &c, 1) == 1 && c != '\n') line.push_back(c);
+  return line;
+}
+
+}  // namespace
+
+TEST_CASE("a Client opens a new session when the controller closed its kept one", "[client]") {
+  auto realm = std::make_shared<ar::test::MungeRealm>();
+  auto root = std::make_shared<ar::test::FakeMunge>(realm, 0);
   Listener listener(true);
-  std::string request;
-  for (const auto* field : {"\"ok\":true,\"result\":", "\"ok\":false,\"error\":"}) {
-    CAPTURE(field);
-    auto server =
-        serve_once(listener.fd, "{\"v\":1," + std::string(field) + nested + "}\n", &request);
-    std::optional<ar::Reply> reply;
-    std::string error;
-    on_small_stack(1 << 20, [&] {
-      try {
-        reply = ar::call_controller(listener.endpoint(), 5s, "status", "C", {});
-      } catch (const ar::ClientError& e) {
-        error = e.what();
-      }
-    });
-    server.join();
-    if (std::string_view(field).find("true") != std::string_view::npos) {
-      REQUIRE(reply);  // the result is the caller's to judge
-      CHECK(reply->ok);
-      CHECK(reply->result.is_array());
-    } else {
-      CHECK_FALSE(reply);  // an error must be an object
-      CHECK_THAT(error, Contains("malformed reply"));
+  std::mutex mutex;
+  std::condition_variable changed;
+  int closed = 0;
+  // Two connections in turn: a session, one request, then closed (as the
+  // controller closes an idle one).
+  std::thread fake([&] {
+    for (int i = 0; i < 2; ++i) {
+      const int conn = accept(listener.fd, nullptr, nullptr);
+      if (conn < 0) return;
+      const auto hello = ar::session::answer_client_hello(read_line_from(conn), *root);
+      (void)!write(conn, hello.line.data(), hello.line.size());
+      const auto opened =
+          ar::session::open(read_line_from(conn), hello.keys, ar::session::Direction::request);
+      const auto body = ar::proto::ok_reply(
+          nullptr,
+          ar::proto::HelloReply{"9.9", 2, static_cast<std::uint32_t>(hello.uid)}.to_json());
+      const auto reply =
+          ar::session::seal(hello.keys, ar::session::Direction::reply, opened.seq, body);
+      (void)!write(conn, reply.data(), reply.size());
+      close(conn);
+      std::lock_guard lock(mutex);
+      ++closed;
+      changed.notify_all();
     }
+  });
+  ar::Client client(options_for(listener.endpoint()),
+                    std::make_shared<ar::test::FakeMunge>(realm, 1000));
+  CHECK(client.send(ar::proto::HelloRequest{}).uid == 1000);
+  {
+    std::unique_lock lock(mutex);
+    REQUIRE(changed.wait_for(lock, 5s, [&] { return closed == 1; }));
   }
+  CHECK(client.send(ar::proto::HelloRequest{}).uid == 1000);
+  fake.join();
+  CHECK(closed == 2);
 }

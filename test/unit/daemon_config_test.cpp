@@ -207,3 +207,29 @@ TEST_CASE("bad provider and heartbeat settings name the value", "[daemon_config]
   fails("provider=local\nheartbeat_timeout=-3\n", "invalid value '-3' for heartbeat_timeout");
   fails("provider=local\nheartbeat_max_silent_percent=101\n", "heartbeat_max_silent_percent");
 }
+
+TEST_CASE("connection limits: defaults, settings, bounds named in errors", "[daemon_config]") {
+  const auto defaults = ar::parse_daemon_config("provider=local\n", "f.conf");
+  CHECK(defaults.auth_timeout == std::chrono::seconds{5});
+  CHECK(defaults.max_unauthenticated == 128);
+  CHECK(defaults.max_user_connections == 64);
+  CHECK(defaults.reserved_fds == 128);
+  CHECK(defaults.privileged_connections == 128);
+  const auto config = ar::parse_daemon_config(
+      "provider=local\nauth_timeout=2.5\nmax_unauthenticated=10\nmax_user_connections=3\n"
+      "reserved_fds=50\nprivileged_connections=20\n",
+      "f.conf");
+  CHECK(config.auth_timeout == std::chrono::milliseconds{2500});
+  CHECK(config.max_unauthenticated == 10);
+  CHECK(config.max_user_connections == 3);
+  CHECK(config.reserved_fds == 50);
+  CHECK(config.privileged_connections == 20);
+  const auto again = ar::parse_daemon_config(ar::render(config), "b");
+  CHECK(again.auth_timeout == config.auth_timeout);
+  CHECK(again.max_user_connections == config.max_user_connections);
+  CHECK(again.privileged_connections == config.privileged_connections);
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nauth_timeout=0.2\n", "f.conf"),
+                    Contains("auth_timeout") && Contains("0.2"));
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nmax_user_connections=0\n", "f.conf"),
+                    Contains("max_user_connections") && Contains("'0'"));
+}

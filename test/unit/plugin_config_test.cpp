@@ -64,3 +64,15 @@ TEST_CASE("bad plugstack arguments are errors naming them", "[plugin_config]") {
   CHECK_THROWS_WITH(ar::parse_plugin_config(Args{"munge_socket=run/m"}),
                     Contains("'run/m'") && Contains("absolute"));
 }
+
+TEST_CASE("controller_uid sets whose credential the client believes", "[plugin_config]") {
+  CHECK(ar::parse_plugin_config(std::vector<std::string>{}).controller_uid == 0);
+  const std::vector<std::string> args{"controller_uid=64030", "controller=h:1"};
+  const auto config = ar::parse_plugin_config(args);
+  CHECK(config.controller_uid == 64030);
+  CHECK(ar::client_options(config).controller_uid == 64030);
+  CHECK(ar::client_options(config).endpoint == ar::Endpoint{"h", 1});
+  const std::vector<std::string> bad{"controller_uid=root"};
+  CHECK_THROWS_WITH(ar::parse_plugin_config(bad), Catch::Matchers::Contains("controller_uid") &&
+                                                      Catch::Matchers::Contains("'root'"));
+}

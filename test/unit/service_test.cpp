@@ -74,8 +74,8 @@ struct ServiceRig : ar::test::Fakes {
     }
   }
   json ask(const std::string& op, json fields, uid_t caller) {
-    const auto line = ar::proto::make_request(7, op, "cred", std::move(fields));
-    const auto request = ar::proto::parse_request(line.substr(0, line.size() - 1));
+    const auto request =
+        ar::proto::parse_request(ar::proto::make_request(7, op, std::move(fields)));
     return json::parse(service->handle(request, caller));
   }
 };

@@ -77,6 +77,20 @@ struct DaemonConfig {
   // of the nodes heard from are silent at once.
   std::chrono::milliseconds heartbeat_timeout{10'000};
   unsigned heartbeat_max_silent_percent = 50;
+
+  // Connections (docs/protocol.md, "Limits"). A connection that has not
+  // authenticated (sent its first request) within auth_timeout is closed;
+  // at most max_unauthenticated wait for that at once (a new one closes the
+  // oldest of them that has sent nothing whole yet). Once authenticated, a
+  // user other than root and SlurmUser holds at most max_user_connections.
+  // Of the daemon's descriptors (RLIMIT_NOFILE), reserved_fds are never used
+  // for connections (the engine's slurmctld calls, the store, the provider's
+  // processes) and privileged_connections only for root's and SlurmUser's.
+  std::chrono::milliseconds auth_timeout{5'000};
+  unsigned max_unauthenticated = 128;
+  unsigned max_user_connections = 64;
+  unsigned reserved_fds = 128;
+  unsigned privileged_connections = 128;
 };
 
 // Parses the text of a configuration file; `origin` (the file's name) starts

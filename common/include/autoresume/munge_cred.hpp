@@ -1,9 +1,12 @@
 #pragma once
-// munge credentials: every request to the controller carries one, from which
-// the controller learns the caller's uid, as Slurm itself authenticates.
+// munge credentials: each connection to the controller starts with one
+// each way (session.hpp), from which the controller learns the caller's uid,
+// as Slurm itself authenticates, and the client that it talks to the
+// controller.
 
 #include <sys/types.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -20,18 +23,31 @@ struct MungeIdentity {
   std::string payload;
 };
 
-// What a credential for operation `op` carries as its payload: it binds the
-// credential to this service and to that operation, so that one made for
-// another munge-authenticated service, or for another operation, is refused.
-std::string credential_payload(const std::string& op);
+// munged as the controller and its clients use it, behind an interface so
+// that tests can put a fake in its place.
+class Munge {
+ public:
+  virtual ~Munge() = default;
+  // A fresh credential of the calling process carrying `payload`; with
+  // `restrict_uid`, only a process of that uid can decode it
+  // (MUNGE_OPT_UID_RESTRICTION). Throws MungeError.
+  virtual std::string encode(const std::string& payload,
+                             std::optional<uid_t> restrict_uid = std::nullopt) = 0;
+  // Decodes `cred` (once only: munge refuses a replay). Throws MungeError
+  // saying why it is not valid.
+  virtual MungeIdentity decode(const std::string& cred) = 0;
+};
 
-// A fresh credential for the calling process, carrying `payload`, from the
-// munged listening on `socket` (empty: munge's default socket). Throws
-// MungeError.
-std::string munge_encode_credential(const std::string& socket, const std::string& payload);
+// The munged listening on a socket (empty: munge's default one).
+class MungeDaemon : public Munge {
+ public:
+  explicit MungeDaemon(std::string socket) : socket_(std::move(socket)) {}
+  std::string encode(const std::string& payload,
+                     std::optional<uid_t> restrict_uid = std::nullopt) override;
+  MungeIdentity decode(const std::string& cred) override;
 
-// Decodes `cred` with the munged on `socket`; a credential decodes once only
-// (munge refuses a replay). Throws MungeError saying why it is not valid.
-MungeIdentity munge_decode_credential(const std::string& cred, const std::string& socket);
+ private:
+  std::string socket_;
+};
 
 }  // namespace ar

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "autoresume/client.hpp"
 #include "autoresume/endpoint.hpp"
 
 namespace ar {
@@ -29,10 +30,16 @@ struct PluginConfig {
   // does not answer (down, or accepting without answering) before it stops
   // waiting.
   std::chrono::milliseconds unreachable_timeout{60'000};
+  // The uid the controller runs as, if not root: its replies must come from
+  // root or this uid.
+  uid_t controller_uid = 0;
 
   static constexpr std::chrono::seconds kMaxVerdictTimeout{86'400};
   static constexpr std::chrono::seconds kMaxUnreachableTimeout{3'600};
 };
+
+// How the plugin's client reaches the controller.
+ClientOptions client_options(const PluginConfig& config);
 
 // Every argument must be a known `key=value`; the first unknown key or bad
 // value throws ConfigError naming it. A key given twice: the last one wins,

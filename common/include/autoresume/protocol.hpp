@@ -2,6 +2,8 @@
 // The wire protocol between auto-resumed and its clients (the srun plugin,
 // node agents, the CLI): newline-delimited JSON over TCP, one request and one
 // reply per line, versioned and size-limited. docs/protocol.md describes it.
+// This file holds the bodies: what a request asks and a reply answers;
+// session.hpp the lines that carry them (the handshake, the MACs).
 
 #include <cstddef>
 #include <cstdint>
@@ -20,9 +22,12 @@ namespace ar::proto {
 
 using nlohmann::json;
 
-inline constexpr int kVersion = 1;
-// The longest line either side accepts, newline excluded.
+inline constexpr int kVersion = 2;
+// The longest body (a request's or a reply's JSON text) either side accepts.
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
+// The longest line, newline excluded: a body inside a JSON string (at most
+// twice as long, escaped), and the rest of its line.
+inline constexpr std::size_t kMaxLineBytes = 2 * kMaxMessageBytes + 1024;
 
 // Error codes a reply can carry.
 namespace code {
@@ -33,6 +38,7 @@ inline constexpr const char* kUnauthenticated = "unauthenticated";  // no valid 
 inline constexpr const char* kForbidden = "forbidden";              // not the caller's job
 inline constexpr const char* kNotFound = "not_found";
 inline constexpr const char* kUnavailable = "unavailable";  // a dependency failed
+inline constexpr const char* kBusy = "busy";                // over a connection limit
 inline constexpr const char* kInternal = "internal";
 }  // namespace code
 
@@ -48,22 +54,31 @@ class ProtocolError : public std::runtime_error {
 };
 
 struct Request {
-  json id;           // echoed in the reply: null, a number, or a short string
-  std::string op;    // what to do
-  std::string cred;  // a munge credential, decoded by the server
-  json body;         // the whole object: the op's request struct parses it
+  json id;         // echoed in the reply: null, a number, or a short string
+  std::string op;  // what to do
+  json body;       // the whole object: the op's request struct parses it
 };
 
-// Parses one line. Throws ProtocolError (bad_request, bad_version, too_large)
+// Parses a request's body. Throws ProtocolError (bad_request, too_large)
 // naming what is wrong.
-Request parse_request(std::string_view line);
+Request parse_request(std::string_view body);
 
-// Serialized replies, newline included.
+// Serialized reply bodies.
 std::string ok_reply(const json& id, json result);
 std::string error_reply(const json& id, std::string_view code, std::string_view message);
 
-// A serialized request, newline included.
-std::string make_request(const json& id, std::string_view op, std::string_view cred, json fields);
+// A serialized request body.
+std::string make_request(const json& id, std::string_view op, json fields);
+
+// A reply's body, parsed: the outcome, its result or its error.
+struct Reply {
+  bool ok = false;
+  json result;          // when ok
+  std::string code;     // when not ok: one of code::*
+  std::string message;  // when not ok
+};
+// Throws ProtocolError (bad_request) for a body that is not a reply.
+Reply parse_reply(std::string_view body);
 
 // One struct per operation's request and per reply. `to_json` gives the
 // fields (a request's envelope is make_request's, a reply's ok_reply's);
