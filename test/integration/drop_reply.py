@@ -9,12 +9,20 @@ and the client's connection is left open, so the client times out. Prints
 "listening", then one line per register request and what became of its
 reply.
 """
-import re
+import json
 import socket
 import sys
 import threading
 
-REGISTER = re.compile(rb'"op"\s*:\s*"register"')
+def body_of(line):
+    """A signed line's body (protocol 2 carries it as a string), or {}."""
+    try:
+        body = json.loads(line).get("body")
+        return json.loads(body) if isinstance(body, str) else {}
+    except (ValueError, AttributeError):
+        return {}
+
+
 lock = threading.Lock()
 dropped = False
 
@@ -34,7 +42,7 @@ def serve(client, upstream_port):
         global dropped
         for line in client.makefile("rb"):
             drop = False
-            if REGISTER.search(line):
+            if body_of(line).get("op") == "register":
                 with lock:
                     drop, dropped = not dropped, True
                 say("register request" + (" (its reply will be dropped)" if drop else ""))
@@ -50,10 +58,10 @@ def serve(client, upstream_port):
             cond.wait_for(lambda: pending)
             drop = pending.pop(0)
         if drop:
-            say("dropped the reply to register: " + line.decode().strip())
+            say("dropped the reply to register: " + json.dumps(body_of(line)))
             continue
-        if b'"duplicate"' in line:
-            say("forwarded the reply to register: " + line.decode().strip())
+        if "duplicate" in body_of(line).get("result", {}):
+            say("forwarded the reply to register: " + json.dumps(body_of(line)))
         client.sendall(line)
     client.close()
 
