@@ -140,6 +140,17 @@ std::optional<std::int64_t> fetch_pages(const Controller& controller, Request re
   }
 }
 
+// Prints up to `limit` rows of a paged list from `request` on, and the
+// cursor `option` to list more with when there are more.
+template <typename Request, typename Rows, typename Print>
+void list(const Controller& controller, const Request& request, std::uint32_t limit, Rows rows,
+          std::optional<std::int64_t> Request::*cursor, const char* option, Print print) {
+  typename Request::Reply all;
+  const auto next = fetch_pages(controller, request, limit, rows, cursor, all);
+  show(controller, all, print);
+  if (next) fmt::print(stderr, "auto-resume: more to list: add {} {}\n", option, *next);
+}
+
 // The subcommands that ask the controller, and their options.
 struct Commands {
   CLI::App* hello = nullptr;
@@ -195,19 +206,12 @@ void run(const Controller& controller, const Commands& c) {
   if (c.hello->parsed())
     ask(controller, proto::HelloRequest{},
         [&](const proto::HelloReply& reply) { print_hello(reply, controller.options.endpoint); });
-  // The cursor to go on from, when the limit left rows out.
-  auto more = [](const char* option, std::optional<std::int64_t> next) {
-    if (next) fmt::print(stderr, "auto-resume: more to list: add {} {}\n", option, *next);
-  };
   if (c.status->parsed()) {
     proto::StatusRequest request;
     if (c.job_filter != 0) request.job_id = c.job_filter;
     if (c.before >= 0) request.before = c.before;
-    proto::StatusReply all;
-    const auto next = fetch_pages(controller, request, c.status_limit, &proto::StatusReply::steps,
-                                  &proto::StatusRequest::before, all);
-    show(controller, all, print_steps);
-    more("--before", next);
+    list(controller, request, c.status_limit, &proto::StatusReply::steps,
+         &proto::StatusRequest::before, "--before", print_steps);
   }
   if (c.events->parsed()) {
     proto::EventsRequest request;
@@ -217,11 +221,8 @@ void run(const Controller& controller, const Commands& c) {
                                           std::chrono::system_clock::now().time_since_epoch())
                                           .count());
     if (c.after >= 0) request.after = c.after;
-    proto::EventsReply all;
-    const auto next = fetch_pages(controller, request, c.events_limit, &proto::EventsReply::events,
-                                  &proto::EventsRequest::after, all);
-    show(controller, all, print_events);
-    more("--after", next);
+    list(controller, request, c.events_limit, &proto::EventsReply::events,
+         &proto::EventsRequest::after, "--after", print_events);
   }
   if (c.replace->parsed()) {
     const auto mode = c.replace_force ? proto::ReplaceMode::force
