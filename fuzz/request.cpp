@@ -1,10 +1,9 @@
-// The controller's side of the protocol: a request line as a client sends
-// it, parsed by proto::parse_request and then by every typed request's
-// from_json (the server picks one by the op; all are tried here). Bad input
-// must be refused with a ProtocolError, nothing else; what a request struct
-// accepted must survive its own to_json and from_json unchanged; the
-// replies, the error replies naming what is wrong included, must fit in a
-// line a client reads (kMaxMessageBytes).
+// The controller's side of the protocol: a request's body as a client sends
+// it (inside a signed line of protocol 2), parsed by proto::parse_request and then by every typed
+// request's from_json (the server picks one by the op; all are tried here). Bad input must be
+// refused with a ProtocolError, nothing else; what a request struct accepted must survive its own
+// to_json and from_json unchanged; the replies, the error replies naming what is wrong included,
+// must fit in a line a client reads (kMaxMessageBytes).
 
 #include <typeinfo>
 
@@ -62,6 +61,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   parse_as<NodesRequest>(request.id, request.body);
   check_reply(ok_reply(request.id, json::object()));
   check_reply(error_reply(request.id, code::kBadRequest, "unknown op '" + request.op + "'"));
-  (void)make_request(request.id, request.op, request.cred, std::move(request.body));
+  (void)make_request(request.id, request.op, std::move(request.body));
   return 0;
 }
