@@ -13,6 +13,7 @@
 #include <string>
 
 #include "autoresume/daemon_config.hpp"
+#include "resume/detail.hpp"  // whole_seconds
 #include "store/store.hpp"
 
 namespace ar {
@@ -22,28 +23,30 @@ namespace ar {
 // or an ended step's end plus end_window plus repair_timeout; nothing while
 // the step runs or once it is decided.
 inline std::optional<std::int64_t> decide_by(const StoredStep& step, const DaemonConfig& config) {
-  auto seconds = [](std::chrono::milliseconds ms) { return (ms.count() + 999) / 1000; };
   if (step.state == StepState::repairing) {
     if (!step.repair.contains("started_at")) return std::nullopt;
     const auto started = step.repair["started_at"].get<std::int64_t>();
-    return started + seconds(config.repair_timeout) +
-           (step.phase == RepairPhase::expanded ? seconds(DaemonConfig::kMaxBackoff) : 0);
+    return started + resume_detail::whole_seconds(config.repair_timeout) +
+           (step.phase == RepairPhase::expanded
+                ? resume_detail::whole_seconds(DaemonConfig::kMaxBackoff)
+                : 0);
   }
   if (step.state == StepState::ended)
-    return step.ended_at + seconds(config.end_window) + seconds(config.repair_timeout);
+    return step.ended_at + resume_detail::whole_seconds(config.end_window) +
+           resume_detail::whole_seconds(config.repair_timeout);
   return std::nullopt;
 }
 
 // The give_up message of a step past decide_by.
 inline std::string overdue(const StoredStep& step, const DaemonConfig& config) {
-  auto seconds = [](std::chrono::milliseconds ms) { return (ms.count() + 999) / 1000; };
   if (step.state == StepState::ended)
     return fmt::format(
         "no verdict within end_window={} s and repair_timeout={} s of the step's end (slurmctld "
         "or the controller's store failed meanwhile)",
-        seconds(config.end_window), seconds(config.repair_timeout));
+        resume_detail::whole_seconds(config.end_window),
+        resume_detail::whole_seconds(config.repair_timeout));
   return fmt::format("the repair did not finish within repair_timeout={} s (it got to '{}')",
-                     seconds(config.repair_timeout), name_of(step.phase));
+                     resume_detail::whole_seconds(config.repair_timeout), name_of(step.phase));
 }
 
 }  // namespace ar

@@ -285,12 +285,14 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
   if (const auto by = config_ != nullptr ? decide_by(step, *config_) : std::nullopt;
       by && clock_.unix_now() > *by) {
     // The engine should have decided by now; srun hears give_up whether or
-    // not it can be stored.
+    // not it can be stored, unless the engine decided just now (its verdict
+    // stands).
+    step.message = overdue(step, *config_);  // worded by the state it was in
     step.state = StepState::decided;
     step.verdict = Verdict::give_up;
-    step.message = overdue(step, *config_);
     try {
-      store_.save(step, EventSpec{EventKind::give_up, step.message});
+      if (!store_.save(step, EventSpec{EventKind::give_up, step.message}))
+        step = store_.find(step.step.run_id, step.step.attempt).value();
     } catch (const std::exception& e) {
       log::warn("step {}#{}: cannot store its give_up: {}", step.step.run_id, step.step.attempt,
                 e.what());

@@ -384,6 +384,9 @@ TEST_CASE("a step past its deadline is answered give_up by the server when nothi
     CHECK(reply["result"]["verdict"] == "give_up");
     CHECK(reply["result"]["message"].get<std::string>().find("repair_timeout=60 s") !=
           std::string::npos);
+    // Worded by the state the step was in.
+    CHECK(reply["result"]["message"].get<std::string>().starts_with(
+        state == ar::StepState::ended ? "no verdict within end_window=" : "the repair did not "));
     CHECK(rig.store->find("r", 0)->verdict == ar::Verdict::give_up);
   }
 }
