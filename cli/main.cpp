@@ -276,8 +276,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     run({{ar::parse_endpoint("--controller", controller),
-          std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000)), munge_socket,
-          controller_uid},
+          std::chrono::milliseconds(static_cast<long>(timeout_seconds * 1000)),
+          munge_socket,
+          controller_uid,
+          {}},
          as_json},
         commands);
   } catch (const ar::ConfigError& e) {

@@ -59,8 +59,8 @@ int main(int argc, char** argv) {
     const auto limits = ar::connection_limits(config, ar::free_descriptors());
     ar::Server server(
         io, workers, config.listen, limits, munge,
-        [&service](const ar::proto::Request& request, uid_t caller) {
-          return service.handle(request, caller);
+        [&service](const ar::proto::Request& request, uid_t caller, const std::string& peer) {
+          return service.handle(request, caller, peer);
         },
         [&service](uid_t caller) { return service.privileged(caller); });
     server.start();

@@ -1,16 +1,19 @@
 // auto-resume-agent: the node agent. Sends this node's heartbeat to
 // auto-resumed every --interval seconds over the plugin's authenticated
 // transport (munge, as root), so that a hung node is found in seconds rather
-// than after Slurm's SlurmdTimeout. On SIGTERM or SIGINT it says goodbye,
-// and the controller stops watching the node until it is heard again.
+// than after Slurm's SlurmdTimeout. Heartbeats go from the node's NodeAddr
+// (or --source): the controller takes them only from the node's address. On SIGTERM or SIGINT it
+// says goodbye, and the controller stops watching the node until it is heard again.
 //
 // With --dcgm-policy it also listens to DCGM's policy violations (`dcgmi
 // policy --reg`): an XID or another violation marks the node FAIL with
 // "Action:Replace dcgm: ..." the moment DCGM reports it, which the
 // controller acts on like any failed health check.
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <netdb.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -24,11 +27,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "autoresume/client.hpp"
+#include "autoresume/connect.hpp"
 #include "autoresume/health.hpp"
 #include "autoresume/health_dcgm.hpp"
 #include "autoresume/keyvalue.hpp"
@@ -136,6 +142,7 @@ struct Options {
   std::string munge_socket = env_or("AUTO_RESUME_MUNGE_SOCKET", "");
   uid_t controller_uid = 0;
   std::string node = ar::this_node_name();
+  std::string source;  // empty: the node's NodeAddr
   double interval_s = 2;
   bool dcgm_policy = false;
   std::string dcgm_group;
@@ -154,6 +161,10 @@ void add_options(CLI::App& app, Options& options) {
       ->envname("AUTO_RESUME_CONTROLLER_UID")
       ->capture_default_str();
   app.add_option("--node", options.node, "This node's name in slurm.conf")->capture_default_str();
+  app.add_option("--source", options.source,
+                 "The address heartbeats are sent from; the controller takes a node's heartbeats "
+                 "only from its NodeAddr, NodeHostname or heartbeat_bind (default: the node's "
+                 "NodeAddr as slurmctld has it; 'any': the system's choice)");
   app.add_option("--interval", options.interval_s,
                  "Seconds between heartbeats (keep it well under the controller's "
                  "heartbeat_timeout)")
@@ -169,6 +180,26 @@ void add_options(CLI::App& app, Options& options) {
   app.set_version_flag("-V,--version", std::string("auto-resume-agent ") + ar::kVersion);
 }
 
+// The numeric address heartbeats go from: --source as given ("any": none),
+// else the node's NodeAddr from slurmctld, resolved. Throws when slurmctld
+// cannot say or the name does not resolve.
+std::string source_address(const Options& options) {
+  if (options.source == "any") return {};
+  if (!options.source.empty()) return options.source;
+  const auto address = ar::slurm::node_address(options.node);
+  std::string error;
+  const auto found = ar::net::resolve(address, 0, error);
+  if (!found)
+    throw std::runtime_error("NodeAddr " + address + " of " + options.node +
+                             " does not resolve: " + error);
+  char text[NI_MAXHOST];
+  if (getnameinfo(found->ai_addr, found->ai_addrlen, text, sizeof text, nullptr, 0,
+                  NI_NUMERICHOST) != 0)
+    throw std::runtime_error("NodeAddr " + address + " of " + options.node +
+                             " has no numeric address");
+  return text;
+}
+
 // Sends a heartbeat every interval until one of `stop_signals` (blocked)
 // arrives, then a goodbye: the signal. A failure is said when it starts and
 // when it ends, not every interval.
@@ -177,9 +208,16 @@ int send_heartbeats(const Options& options, const ar::Endpoint& endpoint,
   const auto interval = std::chrono::milliseconds(static_cast<long>(options.interval_s * 1000));
   const auto timeout = std::max(interval, std::chrono::milliseconds{1000});
   // One session for all heartbeats: munge once per connection, not per beat.
-  ar::Client client({endpoint, timeout, options.munge_socket, options.controller_uid});
+  // Made once the source address is known (slurmctld may be down at first).
+  std::optional<ar::Client> client;
   auto send = [&](bool stopping) {
-    client.send(ar::proto::HeartbeatRequest{options.node, stopping});
+    if (!client) {
+      const auto source = source_address(options);
+      log_line(fmt::format("heartbeats go from {}", source.empty() ? "any address" : source));
+      client.emplace(ar::ClientOptions{endpoint, timeout, options.munge_socket,
+                                       options.controller_uid, source});
+    }
+    client->send(ar::proto::HeartbeatRequest{options.node, stopping});
   };
   std::string last_error;
   for (;;) {
@@ -222,9 +260,18 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "auto-resume-agent: {}\n", e.what());
     return 2;
   }
-  if (options.dcgm_policy) {
+  if (unsigned char bytes[16]; !options.source.empty() && options.source != "any" &&
+                               inet_pton(AF_INET, options.source.c_str(), bytes) != 1 &&
+                               inet_pton(AF_INET6, options.source.c_str(), bytes) != 1) {
+    fmt::print(stderr,
+               "auto-resume-agent: --source '{}' is not a numeric IPv4 or IPv6 address (nor "
+               "'any')\n",
+               options.source);
+    return 2;
+  }
+  if (options.dcgm_policy || options.source.empty()) {
     try {
-      ar::slurm::init();  // marks go to slurmctld directly
+      ar::slurm::init();  // marks go to slurmctld directly; NodeAddr comes from it
     } catch (const std::exception& e) {
       fmt::print(stderr, "auto-resume-agent: {}\n", e.what());
       return 2;

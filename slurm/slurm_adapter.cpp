@@ -101,6 +101,7 @@ const std::vector<NodeInfo>& NodeWatcher::load() {
     NodeInfo node;
     node.name = n.name;
     node.address = text(n.node_addr);
+    node.hostname = text(n.node_hostname);
     node.port = n.port;
     const auto base = n.node_state & NODE_STATE_BASE;
     node.down = base == NODE_STATE_DOWN;
@@ -116,6 +117,20 @@ const std::vector<NodeInfo>& NodeWatcher::load() {
     nodes_.push_back(std::move(node));
   }
   return nodes_;
+}
+
+std::string node_address(const std::string& node) {
+  node_info_msg_t* msg = nullptr;
+  if (slurm_load_node_single(&msg, const_cast<char*>(node.c_str()), SHOW_ALL) != SLURM_SUCCESS) {
+    if (slurm_get_errno() == ESLURM_INVALID_NODE_NAME)
+      throw SlurmError("slurmctld does not know node '" + node + "'", ESLURM_INVALID_NODE_NAME);
+    fail("cannot load node " + node);
+  }
+  std::string address;
+  if (msg->record_count > 0) address = text(msg->node_array[0].node_addr);
+  slurm_free_node_info_msg(msg);
+  if (address.empty()) throw SlurmError("slurmctld does not know node '" + node + "'", 0);
+  return address;
 }
 
 std::map<std::string, std::vector<std::string>> partitions() {

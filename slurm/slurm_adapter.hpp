@@ -48,6 +48,9 @@ class NodeWatcher {
   std::vector<NodeInfo> nodes_;
 };
 
+// The node's NodeAddr as slurmctld has it (a name or a numeric address).
+std::string node_address(const std::string& node);
+
 // Node state changes, with the reason Slurm shows.
 void set_node_fail(const std::string& node, const std::string& reason);
 // DOWN: Slurm stops waiting for the node (e.g. for a requeued job's epilog).

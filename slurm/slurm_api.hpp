@@ -62,7 +62,8 @@ struct JobInfo {
 
 struct NodeInfo {
   std::string name;
-  std::string address;  // NodeAddr
+  std::string address;   // NodeAddr
+  std::string hostname;  // NodeHostname
   std::uint16_t port = 0;
   bool down = false;
   bool idle = false;

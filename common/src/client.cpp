@@ -34,13 +34,14 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
 
 // A connected non-blocking socket to one of the endpoint's addresses, tried
 // in turn; the last one's failure if none connects.
-net::Fd connect_tcp(const Endpoint& endpoint, Clock::time_point deadline) {
+net::Fd connect_tcp(const Endpoint& endpoint, const std::string& source,
+                    Clock::time_point deadline) {
   std::string error;
   const auto addresses = net::resolve_by(endpoint.host, endpoint.port, deadline, error);
   if (!addresses) throw ClientError("cannot resolve host: " + error);
   error = "no address";
   for (const addrinfo* addr = addresses.get(); addr != nullptr; addr = addr->ai_next) {
-    if (auto sock = net::connect_by(*addr, deadline, error); sock.valid()) return sock;
+    if (auto sock = net::connect_by(*addr, deadline, error, source); sock.valid()) return sock;
   }
   throw ClientError(error);
 }
@@ -110,7 +111,7 @@ void Client::open(Clock::time_point deadline) {
   seq_ = 0;
   // The credential first: the connection is then ready to authenticate at once.
   const auto hello = session::make_client_hello(*munge_, options_.controller_uid);
-  socket_ = connect_tcp(options_.endpoint, deadline);
+  socket_ = connect_tcp(options_.endpoint, options_.source, deadline);
   send_all(socket_.get(), hello.line, deadline);
   const auto line = receive_line(deadline);
   try {

@@ -14,10 +14,31 @@ namespace ar::net {
 
 namespace {
 
+// Binds `fd` (of `family`) to the numeric address `source`, any port.
+bool bind_source(int fd, int family, const std::string& source, std::string& error) {
+  addrinfo hints{};
+  hints.ai_family = family;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(source.c_str(), nullptr, &hints, &found) != 0) {
+    error = "source address '" + source + "' is not a numeric " +
+            (family == AF_INET6 ? "IPv6" : "IPv4") + " address like the controller's";
+    return false;
+  }
+  const Addresses owned(found);
+  if (bind(fd, found->ai_addr, found->ai_addrlen) != 0) {
+    error = "cannot send from source address " + source + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
 // A non-blocking socket for `address` with connect() called on it: the
 // socket (`connected` when the connection was made at once, as it may be to
 // a local address), or no socket and `error`.
-Fd open_connect(const addrinfo& address, std::string& error, bool& connected) {
+Fd open_connect(const addrinfo& address, std::string& error, bool& connected,
+                const std::string& source = {}) {
   connected = false;
   Fd sock(socket(address.ai_family, address.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                  address.ai_protocol));
@@ -25,6 +46,7 @@ Fd open_connect(const addrinfo& address, std::string& error, bool& connected) {
     error = std::strerror(errno);
     return Fd();
   }
+  if (!source.empty() && !bind_source(sock.get(), address.ai_family, source, error)) return Fd();
   if (connect(sock.get(), address.ai_addr, address.ai_addrlen) == 0) {
     connected = true;
     return sock;
@@ -138,9 +160,10 @@ int wait_until(std::span<pollfd> fds, Clock::time_point deadline) {
   }
 }
 
-Fd connect_by(const addrinfo& address, Clock::time_point deadline, std::string& error) {
+Fd connect_by(const addrinfo& address, Clock::time_point deadline, std::string& error,
+              const std::string& source) {
   bool connected = false;
-  Fd sock = open_connect(address, error, connected);
+  Fd sock = open_connect(address, error, connected, source);
   if (!sock.valid() || connected) return sock;
   pollfd wanted{sock.get(), POLLOUT, 0};
   const int ready = wait_until({&wanted, 1}, deadline);

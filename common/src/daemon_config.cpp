@@ -1,5 +1,7 @@
 #include "autoresume/daemon_config.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -25,7 +27,8 @@ constexpr std::string_view kKnownKeys =
     "listen, state_dir, provider, max_attempts, munge_socket, backoff, probe_interval, "
     "probe_failures, end_window, repair_timeout, min_time_left, local_restart_command, "
     "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
-    "heartbeat_max_silent_percent, spares, register_timeout, retention, auth_timeout, "
+    "heartbeat_max_silent_percent, heartbeat_bind, spares, register_timeout, retention, "
+    "auth_timeout, "
     "max_unauthenticated, max_user_connections, reserved_fds, privileged_connections";
 
 // A command line split on blanks; the program is an absolute path and some
@@ -44,6 +47,51 @@ std::vector<std::string> parse_command(const std::string& key, std::string_view 
           words, [](const std::string& w) { return w.find("{node}") != std::string::npos; }))
     throw ConfigError(key + " '" + std::string(value) + "' does not name the node ({node})");
   return words;
+}
+
+// heartbeat_bind: blank-separated NODES=ADDRESS[/PREFIX] entries.
+std::vector<HeartbeatBind> parse_heartbeat_bind(const std::string& key, std::string_view value) {
+  std::vector<HeartbeatBind> binds;
+  std::size_t start = 0;
+  while (start < value.size()) {
+    const auto end = std::min(value.find_first_of(" \t", start), value.size());
+    const auto entry = std::string(value.substr(start, end - start));
+    start = end + 1;
+    if (entry.empty()) continue;
+    const auto bad = [&](const std::string& why) {
+      return ConfigError(key + " entry '" + entry + "' " + why +
+                         " (write NODES=ADDRESS or NODES=ADDRESS/PREFIX, e.g. "
+                         "gpu[1-8]=10.1.0.0/24)");
+    };
+    const auto equals = entry.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == entry.size())
+      throw bad("is not NODES=ADDRESS");
+    HeartbeatBind bind;
+    bind.nodes = entry.substr(0, equals);
+    auto network = entry.substr(equals + 1);
+    const auto slash = network.find('/');
+    bind.address = network.substr(0, slash);
+    unsigned char bytes[16];
+    if (inet_pton(AF_INET, bind.address.c_str(), bytes) == 1) {
+      bind.prefix = 32;
+    } else if (inet_pton(AF_INET6, bind.address.c_str(), bytes) == 1) {
+      bind.prefix = 128;
+      bind.v6 = true;
+    } else {
+      throw bad("has no numeric IPv4 or IPv6 address '" + bind.address + "'");
+    }
+    if (slash != std::string::npos) {
+      try {
+        bind.prefix = static_cast<unsigned>(
+            parse_uint(key + " prefix", network.substr(slash + 1), 0, bind.prefix));
+      } catch (const ConfigError& e) {
+        throw bad(std::string("has a bad prefix: ") + e.what());
+      }
+    }
+    binds.push_back(std::move(bind));
+  }
+  if (binds.empty()) throw ConfigError(key + " is empty");
+  return binds;
 }
 
 // The connection limits; false for another key.
@@ -115,6 +163,8 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
     config.heartbeat_timeout =
         value == "0" ? std::chrono::milliseconds{0}
                      : parse_seconds(key, value, std::chrono::hours{1}, std::chrono::seconds{1});
+  } else if (key == "heartbeat_bind") {
+    config.heartbeat_bind = parse_heartbeat_bind(key, value);
   } else if (key == "spares") {
     config.spares = static_cast<unsigned>(parse_uint(key, value, 1, 1000));
   } else if (key == "heartbeat_max_silent_percent") {
@@ -125,6 +175,11 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
 }
 
 }  // namespace
+
+std::string HeartbeatBind::str() const {
+  const bool whole = prefix == (v6 ? 128U : 32U);
+  return nodes + "=" + address + (whole ? "" : "/" + std::to_string(prefix));
+}
 
 std::string_view to_string(ProviderKind kind) {
   switch (kind) {
@@ -204,6 +259,12 @@ std::string render(const DaemonConfig& config) {
       << "reserved_fds=" << config.reserved_fds << "\n"
       << "privileged_connections=" << config.privileged_connections << "\n";
   if (config.provider == ProviderKind::spares) out << "spares=" << config.spares << "\n";
+  if (!config.heartbeat_bind.empty()) {
+    out << "heartbeat_bind=";
+    for (std::size_t i = 0; i < config.heartbeat_bind.size(); ++i)
+      out << (i ? " " : "") << config.heartbeat_bind[i].str();
+    out << "\n";
+  }
   if (!config.provider_command.empty())
     out << "provider_command=" << config.provider_command.string() << "\n";
   if (!config.munge_socket.empty()) out << "munge_socket=" << config.munge_socket << "\n";

@@ -10,7 +10,8 @@ std::string_view plugin_config_keys() {
 }
 
 ClientOptions client_options(const PluginConfig& config) {
-  return {config.controller, config.connect_timeout, config.munge_socket, config.controller_uid};
+  return {
+      config.controller, config.connect_timeout, config.munge_socket, config.controller_uid, {}};
 }
 
 PluginConfig parse_plugin_config(std::span<const std::string> args) {

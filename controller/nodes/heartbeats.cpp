@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "autoresume/resume.hpp"
 #include "autoresume/text.hpp"
@@ -23,15 +24,95 @@ double as_seconds(Clock::Steady::duration d) { return std::chrono::duration<doub
 
 }  // namespace
 
-void NodeKeeper::heartbeat(const std::string& node, bool stopping) {
+void NodeKeeper::heartbeat(const std::string& node, bool stopping, const std::string& peer) {
+  check_origin(node, peer);
   std::lock_guard lock(mutex_);
-  if (!known_.empty() && !known_.contains(node))
-    throw std::invalid_argument("slurmctld does not know node '" + node +
-                                "' (start the agent with --node NAME as slurm.conf names it)");
   if (stopping)
     heard_.erase(node);
   else
     heard_[node] = clock_.now();
+}
+
+void NodeKeeper::check_origin(const std::string& node, const std::string& peer) {
+  Whereabouts where;
+  {
+    std::lock_guard lock(mutex_);
+    if (!looked_)
+      throw HeartbeatRefused(HeartbeatRefused::Why::not_yet,
+                             "the controller has not loaded the nodes from slurmctld yet");
+    const auto it = known_.find(node);
+    if (it == known_.end())
+      throw std::invalid_argument("slurmctld does not know node '" + node +
+                                  "' (start the agent with --node NAME as slurm.conf names it)");
+    where = it->second;
+  }
+  const auto from = origin::parse(peer);
+  if (!from)
+    throw HeartbeatRefused(
+        HeartbeatRefused::Why::wrong_address,
+        fmt::format("a heartbeat for {} from '{}', not a numeric address", node, printable(peer)));
+  std::vector<std::string> seen;  // what the node's addresses are, for the refusal
+  bool ok = false;
+  if (const auto it = binds_.find(node); it != binds_.end())
+    for (const auto& network : it->second) {
+      ok = ok || network.contains(*from);
+      seen.push_back(network.str() + " (heartbeat_bind)");
+    }
+  for (const auto& [name, what] :
+       {std::pair{where.address, "NodeAddr"}, std::pair{where.hostname, "NodeHostname"}}) {
+    if (ok || name.empty()) continue;
+    std::string error;
+    const auto addresses = addresses_of(name, error);
+    ok = std::ranges::find(addresses, *from) != addresses.end();
+    std::vector<std::string> texts;
+    for (const auto& a : addresses) texts.push_back(a.to_string());
+    const auto resolved = texts.size() == 1 && texts.front() == name ? ""
+                          : error.empty()                            ? ": " + join(texts, ", ")
+                                          : ": does not resolve: " + error;
+    seen.push_back(fmt::format("{} ({}{})", name, what, resolved));
+  }
+  if (!ok)
+    throw HeartbeatRefused(
+        HeartbeatRefused::Why::wrong_address,
+        fmt::format("a heartbeat for {} from {}, which is not the node's address: {} is at {} "
+                    "(an agent on another host started with --node {}? An address of the node's "
+                    "own can be added with heartbeat_bind)",
+                    node, from->to_string(), node, join(seen, ", "), node));
+  if (from->is_loopback()) {
+    std::lock_guard lock(mutex_);
+    if (loopback_said_.insert(node).second)
+      log::warn(
+          "heartbeats: {} is heard over loopback ({}): its agent runs on the controller's host, "
+          "where any local process may send from that address (fine for a local test cluster)",
+          node, from->to_string());
+  }
+}
+
+std::vector<origin::Address> NodeKeeper::addresses_of(const std::string& name, std::string& error) {
+  constexpr std::chrono::seconds kLookupRetry{30};
+  constexpr std::chrono::minutes kLookupTtl{5};
+  constexpr std::chrono::seconds kLookupTimeout{1};
+  if (const auto numeric = origin::parse(name)) return {*numeric};
+  const auto now = clock_.now();
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = lookups_.find(name);
+    if (it != lookups_.end() &&
+        now - it->second.at < (it->second.error.empty() ? Steady::duration(kLookupTtl)
+                                                        : Steady::duration(kLookupRetry))) {
+      error = it->second.error;
+      return it->second.addresses;
+    }
+  }
+  // Outside the lock: a slow lookup holds up this heartbeat only.
+  Lookup lookup;
+  lookup.addresses = origin::resolve(name, kLookupTimeout, lookup.error);
+  lookup.at = now;
+  error = lookup.error;
+  std::lock_guard lock(mutex_);
+  if (lookups_.size() > 2 * known_.size() + 16) lookups_.clear();  // names of nodes gone
+  lookups_[name] = lookup;
+  return lookup.addresses;
 }
 
 std::map<std::string, double> NodeKeeper::heartbeat_ages() {

@@ -72,7 +72,8 @@ NodeKeeper::NodeKeeper(Store& store, const DaemonConfig& config, slurm::SlurmApi
       slurm_(slurm),
       clock_(clock),
       prober_(prober),
-      runner_(runner) {}
+      runner_(runner),
+      binds_(origin::bind_map(config.heartbeat_bind)) {}
 
 NodeKeeper::~NodeKeeper() {
   // Provider calls in flight are stopped (a restarted controller makes them
@@ -121,7 +122,8 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
   {
     std::lock_guard lock(mutex_);
     known_.clear();
-    for (const auto& [name, node] : nodes) known_.insert(name);
+    for (const auto& [name, node] : nodes) known_[name] = {node->address, node->hostname};
+    looked_ = true;
   }
   // Each part on its own: one that fails (slurmctld refusing a change) must
   // not hold up the others, nor the resume engine after them.

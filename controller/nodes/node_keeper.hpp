@@ -38,11 +38,24 @@
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/process.hpp"
 #include "log.hpp"
+#include "nodes/origin.hpp"
 #include "nodes/probe.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
 
 namespace ar {
+
+// A heartbeat the keeper will not take: from an address that is not the
+// node's (forbidden), or before the keeper has the node list (not yet).
+class HeartbeatRefused : public std::runtime_error {
+ public:
+  enum class Why { not_yet, wrong_address };
+  HeartbeatRefused(Why why, const std::string& what) : std::runtime_error(what), why_(why) {}
+  Why why() const { return why_; }
+
+ private:
+  Why why_;
+};
 
 class NodeKeeper {
  public:
@@ -56,10 +69,13 @@ class NodeKeeper {
   NodeKeeper(const NodeKeeper&) = delete;
   NodeKeeper& operator=(const NodeKeeper&) = delete;
 
-  // A node agent's heartbeat (any thread). `stopping`: the agent is shutting
-  // down on purpose; its node is no longer watched until it is heard again.
-  // Throws std::invalid_argument for a node slurmctld does not know.
-  void heartbeat(const std::string& node, bool stopping);
+  // A node agent's heartbeat from `peer`, the numeric address it came from
+  // (any thread). `stopping`: the agent is shutting down on purpose; its
+  // node is no longer watched until it is heard again. Throws
+  // std::invalid_argument for a node slurmctld does not know, and
+  // HeartbeatRefused before the first look at the nodes or when `peer` is
+  // not one of the node's addresses (origin.hpp).
+  void heartbeat(const std::string& node, bool stopping, const std::string& peer);
 
   // An admin's `auto-resume replace` (any thread): wait (running jobs
   // finish first), now (protected steps are resumed elsewhere at once) or
@@ -84,6 +100,16 @@ class NodeKeeper {
  private:
   using Steady = Clock::Steady;
 
+  // Where a node is, as slurmctld says.
+  struct Whereabouts {
+    std::string address;   // NodeAddr
+    std::string hostname;  // NodeHostname
+  };
+  // Throws unless `peer` may speak for `node` (heartbeat's rules).
+  void check_origin(const std::string& node, const std::string& peer);
+  // The addresses `name` resolves to, from a cache (a failed lookup is
+  // tried again after kLookupRetry, a good one after kLookupTtl).
+  std::vector<origin::Address> addresses_of(const std::string& name, std::string& error);
   void watch_heartbeats(const NodeMap& nodes);
   void find_new(const NodeMap& nodes);
   // Where the heartbeats stand at one look (under mutex_); false after a
@@ -119,9 +145,18 @@ class NodeKeeper {
   Prober& prober_;
   CommandRunner& runner_;
 
-  std::mutex mutex_;  // guards heard_ and known_ (the server's threads use them)
+  std::mutex mutex_;  // guards heard_, known_ and the lookups (the server's threads use them)
   std::map<std::string, Steady::time_point> heard_;
-  std::set<std::string> known_;  // the nodes slurmctld knows, as of the last tick
+  bool looked_ = false;                       // known_ is filled once
+  std::map<std::string, Whereabouts> known_;  // the nodes slurmctld knows, as of the last tick
+  const std::map<std::string, std::vector<origin::Network>> binds_;  // heartbeat_bind
+  struct Lookup {
+    std::vector<origin::Address> addresses;
+    std::string error;
+    Steady::time_point at;
+  };
+  std::map<std::string, Lookup> lookups_;  // name -> its addresses
+  std::set<std::string> loopback_said_;    // nodes heard over loopback, said once
 
   Steady::time_point last_tick_{};
   bool crowd_said_ = false;          // the many-silent event of this episode is out

@@ -38,6 +38,7 @@ struct Server::Connection {
   uid_t uid = 0;
   bool privileged = false;
   net::asio::ip::address peer;
+  std::string peer_text;  // numeric, an IPv4-mapped IPv6 address as IPv4
   std::list<ConnectionPtr>::iterator in_waiting;
   session::Keys keys;          // once authenticated
   std::uint64_t last_seq = 0;  // of the last request answered
@@ -72,6 +73,10 @@ asio::awaitable<void> Server::accept_loop() {
     const auto peer = socket.remote_endpoint(ignored).address();
     auto connection = std::make_shared<Connection>(std::move(socket));
     connection->peer = peer;
+    connection->peer_text =
+        peer.is_v6() && peer.to_v6().is_v4_mapped()
+            ? asio::ip::make_address_v4(asio::ip::v4_mapped, peer.to_v6()).to_string()
+            : peer.to_string();
     ++open_;
     connection->in_waiting = waiting_.insert(waiting_.end(), connection);
     asio::co_spawn(acceptor_.get_executor(), session(std::move(connection)), asio::detached);
@@ -188,7 +193,7 @@ Server::Handshake Server::handshake(std::string line) {
 }
 
 Server::Served Server::serve(std::string line, const session::Keys& keys, std::uint64_t last_seq,
-                             uid_t caller) {
+                             uid_t caller, const std::string& peer) {
   session::Opened opened;
   try {
     opened = session::open(line, keys, session::Direction::request);
@@ -205,7 +210,7 @@ Server::Served Server::serve(std::string line, const session::Keys& keys, std::u
   std::string body;
   try {
     request = proto::parse_request(opened.body);
-    body = handle_(request, caller);
+    body = handle_(request, caller, peer);
   } catch (const proto::ProtocolError& e) {
     body = proto::error_reply(request.id, e.code(), e.what());
   } catch (const std::exception& e) {
@@ -221,8 +226,9 @@ asio::awaitable<Server::Handshake> Server::handshake_on_worker(std::string line)
   co_return handshake(std::move(line));
 }
 asio::awaitable<Server::Served> Server::serve_on_worker(std::string line, session::Keys keys,
-                                                        std::uint64_t last_seq, uid_t caller) {
-  co_return serve(std::move(line), keys, last_seq, caller);
+                                                        std::uint64_t last_seq, uid_t caller,
+                                                        std::string peer) {
+  co_return serve(std::move(line), keys, last_seq, caller, peer);
 }
 
 asio::awaitable<std::string> Server::answer_line(Connection& connection, std::string line,
@@ -230,7 +236,8 @@ asio::awaitable<std::string> Server::answer_line(Connection& connection, std::st
   if (connection.state == Connection::State::authenticated) {
     auto served = co_await asio::co_spawn(
         workers_,
-        serve_on_worker(std::move(line), connection.keys, connection.last_seq, connection.uid),
+        serve_on_worker(std::move(line), connection.keys, connection.last_seq, connection.uid,
+                        connection.peer_text),
         net::use_awaitable);
     if (served.close) {
       close_after = true;

@@ -35,8 +35,10 @@ namespace ar {
 class Server {
  public:
   static constexpr std::chrono::seconds kRefusalLogInterval{10};
-  // The reply body to an authenticated request.
-  using Handler = std::function<std::string(const proto::Request&, uid_t caller)>;
+  // The reply body to an authenticated request from `peer`, the numeric
+  // address the connection came from.
+  using Handler =
+      std::function<std::string(const proto::Request&, uid_t caller, const std::string& peer)>;
   // Whether a uid is root or SlurmUser (may ask slurmctld: called on a worker).
   using Privileged = std::function<bool(uid_t)>;
 
@@ -91,10 +93,11 @@ class Server {
   void arm_refusal_flush();
 
   Handshake handshake(std::string line);
-  Served serve(std::string line, const session::Keys& keys, std::uint64_t last_seq, uid_t caller);
+  Served serve(std::string line, const session::Keys& keys, std::uint64_t last_seq, uid_t caller,
+               const std::string& peer);
   net::awaitable<Handshake> handshake_on_worker(std::string line);
   net::awaitable<Served> serve_on_worker(std::string line, session::Keys keys,
-                                         std::uint64_t last_seq, uid_t caller);
+                                         std::uint64_t last_seq, uid_t caller, std::string peer);
 
   net::tcp::acceptor acceptor_;
   net::asio::thread_pool& workers_;

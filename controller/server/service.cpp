@@ -54,15 +54,15 @@ void Service::refuse(uid_t caller, const std::string& message) {
   throw ProtocolError(code::kForbidden, message);
 }
 
-std::string Service::handle(const proto::Request& request, uid_t caller) {
+std::string Service::handle(const proto::Request& request, uid_t caller, const std::string& peer) {
   try {
-    return proto::ok_reply(request.id, dispatch(request, caller));
+    return proto::ok_reply(request.id, dispatch(request, caller, peer));
   } catch (const ProtocolError& e) {
     return proto::error_reply(request.id, e.code(), e.what());
   }
 }
 
-json Service::dispatch(const proto::Request& request, uid_t caller) {
+json Service::dispatch(const proto::Request& request, uid_t caller, const std::string& peer) {
   using namespace proto;
   const auto& op = request.op;
   const auto& body = request.body;
@@ -76,7 +76,8 @@ json Service::dispatch(const proto::Request& request, uid_t caller) {
   if (op == CancelRequest::kOp) return do_cancel(CancelRequest::from_json(body), caller).to_json();
   // The node ops: who may ask comes before what was asked.
   if (op == HeartbeatRequest::kOp)
-    return do_heartbeat(node_op(HeartbeatRequest::kOp, caller), HeartbeatRequest::from_json(body))
+    return do_heartbeat(node_op(HeartbeatRequest::kOp, caller), HeartbeatRequest::from_json(body),
+                        peer)
         .to_json();
   if (op == ReplaceRequest::kOp)
     return do_replace(node_op(ReplaceRequest::kOp, caller), ReplaceRequest::from_json(body), caller)
@@ -213,11 +214,16 @@ NodeKeeper& Service::node_op(const char* op, uid_t caller) {
 }
 
 proto::HeartbeatReply Service::do_heartbeat(NodeKeeper& keeper,
-                                            const proto::HeartbeatRequest& request) {
+                                            const proto::HeartbeatRequest& request,
+                                            const std::string& peer) {
   try {
-    keeper.heartbeat(request.node, request.stopping);
+    keeper.heartbeat(request.node, request.stopping, peer);
   } catch (const std::invalid_argument& e) {
     throw ProtocolError(code::kBadRequest, e.what());
+  } catch (const HeartbeatRefused& e) {
+    throw ProtocolError(
+        e.why() == HeartbeatRefused::Why::not_yet ? code::kUnavailable : code::kForbidden,
+        e.what());
   }
   return {};
 }

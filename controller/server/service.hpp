@@ -31,8 +31,9 @@ class Service {
   Service(Store& store, slurm::SlurmApi& slurm, const Clock& clock, std::function<void()> wake,
           NodeKeeper* keeper = nullptr, const DaemonConfig* config = nullptr);
 
-  // The reply body for `request` from `caller`.
-  std::string handle(const proto::Request& request, uid_t caller);
+  // The reply body for `request` from `caller`, connected from the numeric
+  // address `peer` (a heartbeat is taken only from its node's address).
+  std::string handle(const proto::Request& request, uid_t caller, const std::string& peer = {});
   // root, and SlurmUser once slurmctld has told who that is.
   bool privileged(uid_t caller);
 
@@ -41,7 +42,7 @@ class Service {
   // who SlurmUser is (so SlurmUser is never told it may not).
   [[noreturn]] void refuse(uid_t caller, const std::string& message);
   // The op's typed request, answered by its handler: the reply as JSON.
-  proto::json dispatch(const proto::Request& request, uid_t caller);
+  proto::json dispatch(const proto::Request& request, uid_t caller, const std::string& peer);
   proto::HelloReply do_hello(const proto::HelloRequest& request, uid_t caller);
   proto::RegisterReply do_register(proto::RegisterRequest request, uid_t caller);
   proto::StatusReply do_status(const proto::StatusRequest& request, uid_t caller);
@@ -49,7 +50,8 @@ class Service {
   proto::VerdictReply do_verdict(const proto::VerdictRequest& request, uid_t caller);
   proto::CancelReply do_cancel(const proto::CancelRequest& request, uid_t caller);
   // The node ops get the keeper once node_op let the caller in.
-  proto::HeartbeatReply do_heartbeat(NodeKeeper& keeper, const proto::HeartbeatRequest& request);
+  proto::HeartbeatReply do_heartbeat(NodeKeeper& keeper, const proto::HeartbeatRequest& request,
+                                     const std::string& peer);
   proto::ReplaceReply do_replace(NodeKeeper& keeper, const proto::ReplaceRequest& request,
                                  uid_t caller);
   proto::NodesReply do_nodes(NodeKeeper& keeper, const proto::NodesRequest& request);

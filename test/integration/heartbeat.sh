@@ -5,7 +5,8 @@
 # it) is marked FAIL with "Action:Replace heartbeat: ..." within
 # heartbeat_timeout, the auto-resume step on it is resumed on the other
 # nodes, and the node is replaced and back idle. DCGM's policy listener in
-# the agent marks a node on an XID. The false-positive guards:
+# the agent marks a node on an XID, and an agent speaking for another node
+# from its own address hides nothing. The false-positive guards:
 # the controller stopped for longer than the timeout marks nothing when it
 # continues; most nodes silent at once marks nothing and says why.
 # shellcheck source=test/integration/lib.sh
@@ -16,12 +17,19 @@ CONTROLLER_CONF=$'heartbeat_timeout=4\nend_window=1' controller_up
 cd "$WORK" || exit
 agents_up node1 node2 node3 node4 node5
 wait_until 20 "heartbeats from all five nodes" heard 5
-# An agent with a node name slurmctld does not know is told so.
+# An agent with a node name slurmctld does not know is told so: by
+# slurmctld when it looks up the node's NodeAddr, and by the controller when
+# it sends from any address.
 "$AR_AGENT" --node nosuchnode --interval 1 >bogus-agent.log 2>&1 &
 bogus=$!
-wait_until 10 "the unknown node's heartbeat refused" grep -q "heartbeat not taken: bad_request: slurmctld does not know node 'nosuchnode'" bogus-agent.log
-kill -TERM "$bogus"
-wait "$bogus" || true
+"$AR_AGENT" --node nosuchnode --source any --interval 1 >bogus-any-agent.log 2>&1 &
+bogus_any=$!
+wait_until 10 "the unknown node's NodeAddr not found" grep -q "heartbeat not taken: slurmctld does not know node 'nosuchnode'" bogus-agent.log
+wait_until 10 "the unknown node's heartbeat refused" grep -q "heartbeat not taken: bad_request: slurmctld does not know node 'nosuchnode'" bogus-any-agent.log
+kill -TERM "$bogus" "$bogus_any"
+wait "$bogus" "$bogus_any" || true
+# The agents send from their nodes' NodeAddr (127.0.0.1X on this cluster).
+assert_contains "$WORK/agent-node2.log" "heartbeats go from 127\.0\.0\.12$" "node2's agent's log"
 none_failed() { [[ -z $(sinfo -h -N -t fail,down,drain -o '%N') ]] || fail "nodes marked: $(sinfo -N -t fail,down,drain -o '%N %T %E')"; }
 
 # 1. The controller itself stands still for longer than heartbeat_timeout
@@ -84,6 +92,12 @@ make_training_job 400
 job=$(sbatch --parsable -N4 -w node[1-4] -o job.out job.sh)
 wait_until 60 "attempt 0 on 4 nodes" started 0
 wait_until 30 "attempt 0 to reach step 3" past 3
+# An agent on node1 started with a copied --node node3 (issue 10, hole 6):
+# its heartbeats are refused, so they hide nothing when node3 freezes.
+"$AR_AGENT" --node node3 --source 127.0.0.11 --interval 1 >copied-agent.log 2>&1 &
+copied=$!
+on_exit "kill -TERM $copied 2>/dev/null"
+wait_until 10 "the copied agent's heartbeats refused" grep -q "heartbeat not taken: forbidden: a heartbeat for node3 from 127.0.0.11, which is not the node's address: node3 is at 127.0.0.13 (NodeAddr)" copied-agent.log
 "$CLUSTER_CMD" freeze-node "$CLUSTER" node3 >/dev/null
 frozen_at=$SECONDS
 marked() { [[ $(scontrol -o show node node3) == *"Reason=Action:Replace heartbeat: no heartbeat for "*" s and slurmd does not answer"* ]]; }
@@ -91,6 +105,7 @@ marked() { [[ $(scontrol -o show node node3) == *"Reason=Action:Replace heartbea
 # one-second deep probe.
 wait_until 8 "node3 marked by the heartbeat path" marked
 note "node3 marked $((SECONDS - frozen_at)) s after the freeze (heartbeat_timeout=4)"
+kill -TERM "$copied"
 wait_until 60 "attempt 1 on 4 nodes" started 1
 assert_contains step.out "^0: attempt=1 .* nodes=node1,node2,node4,node5 " "attempt 1's nodes (node3 out, node5 in)"
 "$AR_CLI" events >events.txt

@@ -295,16 +295,32 @@ print(names + ",g" + "x" * (4096 - len(names) - 2))')
   stays_calm 3 "hole 2: a 4 KiB nodelist of ghost hosts"
 }
 
-# TODO(issue 10, hole 3): idle unauthenticated connections (a flood from
-# another uid and source address) must not lock out root's CLI nor other
-# users' sruns; replay it here once the connection caps are in main.
-# Hole 4 (required=1 under an optional plugstack line) is replayed by
-# option.sh, which needs clusters with other plugstack lines.
-# TODO(issue 10, hole 5): protocol v2: a forged controller (a user's listener
-# on the port while the controller is down) and a replayed or altered
-# credential (mode=wait replayed as force) must be refused; replay here.
-# TODO(issue 10, hole 6): a heartbeat for a node from a peer that is not the
-# node's address must be refused; replay here once heartbeats are bound.
+# Hole 3 (idle unauthenticated connections from another uid and address)
+# is replayed by flood.sh, which runs the controller under a small
+# descriptor limit. Hole 4 (required=1 under an optional plugstack line) is
+# replayed by option.sh, which needs clusters with other plugstack lines.
+# Hole 5 (a forged controller on the port while the real one is down; a
+# replayed, reordered or altered request) is replayed by controller.sh.
+
+# Hole 6: a node agent started with another node's --node (a copied unit
+# file) speaks for that node from its own address: refused, the node not
+# heard; the node's own agent, sending from its NodeAddr by default, is.
+# (heartbeat.sh shows the refused agent hides no frozen node.)
+hole6_heartbeat() {
+  "$AR_AGENT" --node node2 --source 127.0.0.14 --interval 1 >copied-agent.log 2>&1 &
+  local copied=$!
+  on_exit "kill -TERM $copied 2>/dev/null"
+  wait_until 10 "hole 6: the copied agent's heartbeats refused" grep -q \
+    "heartbeat not taken: forbidden: a heartbeat for node2 from 127.0.0.14, which is not the node's address: node2 is at 127.0.0.12 (NodeAddr)" \
+    copied-agent.log
+  "$AR_CLI" nodes >nodes.txt
+  assert_not_contains nodes.txt "node2" "hole 6: root's nodes while only the copied agent speaks for node2"
+  agents_up node2
+  wait_until 10 "hole 6: node2's own agent heard" heard 1
+  assert_contains controller.log "heartbeats: node2 is heard over loopback \(127\.0\.0\.12\)" \
+    "hole 6: the controller's warning about loopback origins"
+  kill -TERM "$copied" "${AGENT_PID[node2]}"
+}
 # Hole 7 (srun's wait limits against a half-open controller or one that
 # answers wait forever) is replayed by srun_wait.sh; the controller's own
 # deadline by the unit tests ([limits]).
@@ -455,7 +471,8 @@ phase hole1_foreign_run
 phase hole2_nodelist
 phase hole8_flood
 phase hole10_escapes
-stays_calm 2 "holes 2, 8 and 10"
+phase hole6_heartbeat
+stays_calm 2 "holes 2, 6, 8 and 10"
 
 # Hole 10, helper clean-up, and B's step through a real node kill: A's
 # protected job J (node2, node5; batch host node2) and B's job share node5;

@@ -62,15 +62,16 @@ std::thread serve_once(int listen_fd, std::function<std::string(const std::strin
 
 ar::ClientOptions options_for(const ar::Endpoint& endpoint,
                               std::chrono::milliseconds timeout = 2s) {
-  return {endpoint, timeout, "", 0};
+  return {endpoint, timeout, "", 0, {}};
 }
 
-std::string hello_handler(const ar::proto::Request& request, uid_t caller) {
+std::string hello_handler(const ar::proto::Request& request, uid_t caller,
+                          const std::string& peer) {
   if (request.op == "hello")
     return ar::proto::ok_reply(request.id, ar::proto::HelloReply{"9.9", 2, caller}.to_json());
   if (request.op == "status")
     return ar::proto::error_reply(request.id, "forbidden", "job 12 belongs to uid 1");
-  return ServerRig::echo(request, caller);
+  return ServerRig::echo(request, caller, peer);
 }
 
 }  // namespace
@@ -93,6 +94,28 @@ TEST_CASE("a Client throws a refusal's code and message", "[client]") {
     CHECK(e.message() == "job 12 belongs to uid 1");
   }
   CHECK(client.send(ar::proto::HelloRequest{}).uid == 1000);  // the session stays
+}
+
+TEST_CASE("a Client with a source address connects from it, and the server hands it on",
+          "[client]") {
+  ServerRig rig;  // echo: the reply carries the peer the handler was given
+  auto options = options_for(rig.endpoint());
+  options.source = "127.0.0.77";
+  ar::Client client(options, rig.munge_of(0));
+  CHECK(client.call("heartbeat", {{"node", "node1"}})["peer"] == "127.0.0.77");
+  ar::Client plain(options_for(rig.endpoint()), rig.munge_of(0));
+  CHECK(plain.call("heartbeat", {{"node", "node1"}})["peer"] == "127.0.0.1");
+}
+
+TEST_CASE("a Client names a source address it cannot send from", "[client]") {
+  ServerRig rig;
+  auto options = options_for(rig.endpoint());
+  options.source = "192.0.2.1";  // TEST-NET-1: not an address of this host
+  CHECK_THROWS_WITH(ar::Client(options, rig.munge_of(0)).send(ar::proto::HelloRequest{}),
+                    Contains("cannot send from source address 192.0.2.1"));
+  options.source = "::1";  // the controller is at an IPv4 address
+  CHECK_THROWS_WITH(ar::Client(options, rig.munge_of(0)).send(ar::proto::HelloRequest{}),
+                    Contains("source address '::1' is not a numeric IPv4 address"));
 }
 
 TEST_CASE("a Client refuses a fake controller without root's credential", "[client]") {

@@ -208,6 +208,40 @@ TEST_CASE("bad provider and heartbeat settings name the value", "[daemon_config]
   fails("provider=local\nheartbeat_max_silent_percent=101\n", "heartbeat_max_silent_percent");
 }
 
+TEST_CASE("heartbeat_bind: node lists with addresses or networks, rendered back",
+          "[daemon_config][origin]") {
+  CHECK(ar::DaemonConfig{}.heartbeat_bind.empty());
+  const auto config = ar::parse_daemon_config(
+      "provider=local\nheartbeat_bind = gpu[1-8]=10.1.0.0/24  login1=10.2.0.5\tn9=fd00::9/64\n",
+      "f.conf");
+  const std::vector<ar::HeartbeatBind> expected{{"gpu[1-8]", "10.1.0.0", 24, false},
+                                                {"login1", "10.2.0.5", 32, false},
+                                                {"n9", "fd00::9", 64, true}};
+  CHECK(config.heartbeat_bind == expected);
+  CHECK_THAT(ar::render(config),
+             Contains("heartbeat_bind=gpu[1-8]=10.1.0.0/24 login1=10.2.0.5 n9=fd00::9/64\n"));
+  CHECK(ar::parse_daemon_config(ar::render(config), "r").heartbeat_bind == expected);
+}
+
+TEST_CASE("bad heartbeat_bind entries are named", "[daemon_config][origin]") {
+  auto fails = [](const std::string& value, const char* expected) {
+    CHECK_THROWS_WITH(
+        ar::parse_daemon_config("provider=local\nheartbeat_bind=" + value + "\n", "f.conf"),
+        Contains(expected));
+  };
+  fails("node1", "f.conf:2: heartbeat_bind entry 'node1' is not NODES=ADDRESS (write");
+  fails("=10.0.0.1", "heartbeat_bind entry '=10.0.0.1' is not NODES=ADDRESS");
+  fails("node1=", "heartbeat_bind entry 'node1=' is not NODES=ADDRESS");
+  fails("node1=login1",
+        "heartbeat_bind entry 'node1=login1' has no numeric IPv4 or IPv6 "
+        "address 'login1'");
+  fails("node1=10.0.0.0/33",
+        "heartbeat_bind entry 'node1=10.0.0.0/33' has a bad prefix: "
+        "invalid value '33' for heartbeat_bind prefix");
+  fails("node1=fd00::/129", "invalid value '129' for heartbeat_bind prefix");
+  fails("node1=10.0.0.0/x", "invalid value 'x'");
+}
+
 TEST_CASE("connection limits: defaults, settings, bounds named in errors", "[daemon_config]") {
   const auto defaults = ar::parse_daemon_config("provider=local\n", "f.conf");
   CHECK(defaults.auth_timeout == std::chrono::seconds{5});

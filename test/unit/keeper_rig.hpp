@@ -58,12 +58,18 @@ struct KeeperRig : ar::test::Fakes {
     for (const auto& node : slurm.load_nodes()) nodes[node.name] = &node;
     keeper.tick(nodes, protected_nodes);
   }
+  // A heartbeat for `node` from its NodeAddr (127.0.0.1 for a node
+  // slurmctld does not know).
+  void beat(const std::string& node, bool stopping = false) {
+    const auto it = slurm.nodes.find(node);
+    keeper.heartbeat(node, stopping, it == slurm.nodes.end() ? "127.0.0.1" : it->second.address);
+  }
   // `seconds` of time, one look a second; each node of `beating` is heard
   // before each look.
   void run_for(int seconds, const std::set<std::string>& beating = {}) {
     for (int i = 0; i < seconds; ++i) {
       clock.advance(1s);
-      for (const auto& node : beating) keeper.heartbeat(node, false);
+      for (const auto& node : beating) beat(node);
       tick();
     }
   }

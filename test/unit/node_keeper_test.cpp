@@ -10,7 +10,7 @@ TEST_CASE("a node heard and then silent past the timeout whose slurmd does not a
           "[node_keeper]") {
   KeeperRig k;
   k.tick();
-  k.keeper.heartbeat("node1", false);
+  k.beat("node1");
   k.prober.dead.insert(kNode1Address);
   k.run_for(10);  // silent for the timeout itself: not yet
   CHECK(k.slurm.updates.empty());
@@ -33,7 +33,7 @@ TEST_CASE("a silent node whose slurmd answers is not marked but has one heartbea
           "[node_keeper]") {
   KeeperRig k;
   k.tick();
-  k.keeper.heartbeat("node1", false);
+  k.beat("node1");
   k.run_for(11);
   CHECK(k.prober.probes == 1);
   CHECK(k.details(EventKind::heartbeat_late) ==
@@ -63,39 +63,116 @@ TEST_CASE("a stopping heartbeat unwatches the node until it is heard again", "[n
   KeeperRig k;
   k.tick();
   k.prober.dead.insert(kNode1Address);
-  k.keeper.heartbeat("node1", false);
+  k.beat("node1");
   k.run_for(3);
-  k.keeper.heartbeat("node1", true);
+  k.beat("node1", true);
   CHECK(k.keeper.heartbeat_ages().empty());
   k.run_for(30);
   CHECK(k.slurm.updates.empty());
   CHECK(k.prober.probes == 0);
-  k.keeper.heartbeat("node1", false);
+  k.beat("node1");
   k.run_for(11);
   CHECK(k.slurm.updates == Strings{"fail node1 " + heartbeat_reason(11)});
 }
 
-TEST_CASE("a heartbeat for a node slurmctld does not know is refused once the keeper has ticked",
-          "[node_keeper]") {
+TEST_CASE("a heartbeat for a node slurmctld does not know is refused", "[node_keeper]") {
   KeeperRig k;
-  // Before the first look there is no node list to check against.
-  CHECK_NOTHROW(k.keeper.heartbeat("nodeX", false));
   k.tick();
-  CHECK_THROWS_AS(k.keeper.heartbeat("nodeY", false), std::invalid_argument);
-  CHECK_THROWS_WITH(k.keeper.heartbeat("nodeY", false),
+  CHECK_THROWS_AS(k.beat("nodeY"), std::invalid_argument);
+  CHECK_THROWS_WITH(k.beat("nodeY"),
                     "slurmctld does not know node 'nodeY' (start the agent with --node NAME as "
                     "slurm.conf names it)");
-  CHECK_THROWS_AS(k.keeper.heartbeat("nodeY", true), std::invalid_argument);
-  CHECK_NOTHROW(k.keeper.heartbeat("node1", false));
-  // The unknown node taken before the first look stays watched.
-  CHECK(k.keeper.heartbeat_ages() == std::map<std::string, double>{{"node1", 0.0}, {"nodeX", 0.0}});
+  CHECK_THROWS_AS(k.beat("nodeY", true), std::invalid_argument);
+  CHECK_NOTHROW(k.beat("node1"));
+  CHECK(k.keeper.heartbeat_ages() == std::map<std::string, double>{{"node1", 0.0}});
+}
+
+// Where heartbeats come from
+
+// The reason a refused heartbeat gives, or "taken".
+std::string refusal(KeeperRig& k, const std::string& node, const std::string& peer) {
+  try {
+    k.keeper.heartbeat(node, false, peer);
+    return "taken";
+  } catch (const ar::HeartbeatRefused& e) {
+    return std::string(e.why() == ar::HeartbeatRefused::Why::not_yet ? "not yet: " : "") + e.what();
+  }
+}
+
+TEST_CASE("a heartbeat before the first look at the nodes is refused as not yet", "[origin]") {
+  KeeperRig k;
+  CHECK(refusal(k, "node1", kNode1Address) ==
+        "not yet: the controller has not loaded the nodes from slurmctld yet");
+  CHECK(k.keeper.heartbeat_ages().empty());
+  k.tick();
+  CHECK(refusal(k, "node1", kNode1Address) == "taken");
+}
+
+TEST_CASE("a heartbeat from another node's address is refused and hides nothing", "[origin]") {
+  KeeperRig k;
+  k.tick();
+  k.beat("node2");
+  // node1's agent started with a copied --node node2.
+  CHECK(refusal(k, "node2", kNode1Address) ==
+        "a heartbeat for node2 from 127.0.0.11, which is not the node's address: node2 is at "
+        "127.0.0.12 (NodeAddr) (an agent on another host started with --node node2? An address "
+        "of the node's own can be added with heartbeat_bind)");
+  CHECK(refusal(k, "node2", "::ffff:127.0.0.12") == "taken");  // IPv4-mapped: the same address
+  CHECK(refusal(k, "node2", "not-an-address") ==
+        "a heartbeat for node2 from 'not-an-address', not a numeric address");
+  // node2 freezes while node1's agent goes on speaking for it: still marked.
+  k.prober.dead.insert(kNode2Address);
+  for (int i = 0; i < 11; ++i) {
+    k.clock.advance(1s);
+    CHECK_THROWS_AS(k.keeper.heartbeat("node2", false, kNode1Address), ar::HeartbeatRefused);
+    k.tick();
+  }
+  CHECK(k.slurm.updates == Strings{"fail node2 " + heartbeat_reason(11)});
+}
+
+TEST_CASE("a heartbeat is taken from the node's NodeHostname, resolved", "[origin]") {
+  KeeperRig k;
+  k.slurm.nodes.at("node3").address = "192.0.2.13";  // an address this host does not hold
+  k.slurm.nodes.at("node3").hostname = "localhost";
+  k.tick();
+  CHECK(refusal(k, "node3", "127.0.0.1") == "taken");
+  k.slurm.nodes.at("node3").hostname = "no-such-host.invalid";
+  k.tick();
+  CHECK_THAT(refusal(k, "node3", "127.0.0.1"),
+             Catch::Contains("node3 is at 192.0.2.13 (NodeAddr), no-such-host.invalid "
+                             "(NodeHostname: does not resolve: "));
+}
+
+TEST_CASE("heartbeat_bind adds addresses and networks per node", "[origin]") {
+  KeeperRig k;
+  k.config.heartbeat_bind = {{"node[1-2]", "10.1.0.0", 16, false}, {"node3", "fd00::7", 128, true}};
+  ar::NodeKeeper keeper{k.store, k.config, k.slurm, k.clock, k.prober, k.runner};
+  ar::NodeKeeper::NodeMap nodes;
+  for (const auto& node : k.slurm.load_nodes()) nodes[node.name] = &node;
+  keeper.tick(nodes, {});
+  CHECK_NOTHROW(keeper.heartbeat("node1", false, "10.1.200.3"));
+  CHECK_NOTHROW(keeper.heartbeat("node2", false, "10.1.0.1"));
+  CHECK_NOTHROW(keeper.heartbeat("node2", false, kNode2Address));  // its NodeAddr still
+  CHECK_NOTHROW(keeper.heartbeat("node3", false, "fd00::7"));
+  CHECK_THROWS_WITH(keeper.heartbeat("node3", false, "10.1.0.1"),
+                    Catch::Contains("node3 is at fd00::7 (heartbeat_bind), 127.0.0.13 (NodeAddr)"));
+  CHECK_THROWS_WITH(keeper.heartbeat("node1", false, "10.2.0.1"),
+                    Catch::Contains("node1 is at 10.1.0.0/16 (heartbeat_bind)"));
+}
+
+TEST_CASE("a heartbeat_bind entry the keeper cannot expand stops it with the entry named",
+          "[origin]") {
+  KeeperRig k;
+  k.config.heartbeat_bind = {{"node[1-", "10.1.0.0", 16, false}};
+  CHECK_THROWS_WITH((ar::NodeKeeper{k.store, k.config, k.slurm, k.clock, k.prober, k.runner}),
+                    Catch::StartsWith("heartbeat_bind entry 'node[1-=10.1.0.0/16': "));
 }
 
 TEST_CASE("a zero heartbeat_timeout turns the watching off", "[node_keeper]") {
   KeeperRig k;
   k.config.heartbeat_timeout = 0ms;
   k.tick();
-  k.keeper.heartbeat("node1", false);
+  k.beat("node1");
   k.prober.dead.insert(kNode1Address);
   k.run_for(60);
   k.clock.advance(60s);
@@ -107,21 +184,18 @@ TEST_CASE("a zero heartbeat_timeout turns the watching off", "[node_keeper]") {
 }
 
 TEST_CASE(
-    "an unknown node heard before the first tick stays and counts in the crowd guard (today and "
-    "issue 11 flips it)",
+    "a heartbeat before the first tick is refused, so no unknown node dilutes the crowd guard",
     "[node_keeper]") {
   KeeperRig k;
-  k.keeper.heartbeat("nodeX", false);  // taken: no node list yet
+  CHECK_THROWS_AS(k.beat("nodeX"), ar::HeartbeatRefused);  // no node list yet
   k.tick();
-  for (const auto* node : {"node1", "node2", "node3"}) k.keeper.heartbeat(node, false);
+  for (const auto* node : {"node1", "node2", "node3"}) k.beat(node);
   k.prober.dead = {kNode1Address, kNode2Address};
-  // 2 of the 3 nodes slurmctld knows are silent (a crowd at 50 %), but
-  // nodeX counts as a fourth heard node: 2 of 4 is not more than 50 %.
+  // 2 of the 3 nodes heard are silent: a crowd above 50 %, nothing marked.
   k.run_for(11, {"node3"});
-  CHECK(k.count(EventKind::heartbeat_crowd) == 0);
-  CHECK(k.slurm.updates ==
-        Strings{"fail node1 " + heartbeat_reason(11), "fail node2 " + heartbeat_reason(11)});
-  CHECK(k.keeper.heartbeat_ages().contains("nodeX"));
+  CHECK(k.count(EventKind::heartbeat_crowd) == 1);
+  CHECK(k.slurm.updates.empty());
+  CHECK_FALSE(k.keeper.heartbeat_ages().contains("nodeX"));
 }
 
 TEST_CASE(
@@ -154,7 +228,7 @@ TEST_CASE("a gap between ticks longer than half the timeout restarts every deadl
           "[node_keeper]") {
   KeeperRig k;
   k.tick();
-  k.keeper.heartbeat("node1", false);
+  k.beat("node1");
   k.prober.dead.insert(kNode1Address);
   k.run_for(9);
   k.clock.advance(6s);  // past the timeout, but the controller stood still 6 s
@@ -197,7 +271,7 @@ TEST_CASE("more than heartbeat_max_silent_percent of the heard nodes late at onc
           "[node_keeper]") {
   KeeperRig k;
   k.tick();
-  for (const auto* node : {"node1", "node2", "node3", "node4"}) k.keeper.heartbeat(node, false);
+  for (const auto* node : {"node1", "node2", "node3", "node4"}) k.beat(node);
   k.prober.dead = {kNode1Address, kNode2Address, kNode3Address};
   k.run_for(30, {"node4"});
   CHECK(k.slurm.updates.empty());
@@ -217,7 +291,7 @@ TEST_CASE("at the heartbeat_max_silent_percent limit the silent nodes are marked
           "[node_keeper]") {
   KeeperRig k;
   k.tick();
-  for (const auto* node : {"node1", "node2", "node3", "node4"}) k.keeper.heartbeat(node, false);
+  for (const auto* node : {"node1", "node2", "node3", "node4"}) k.beat(node);
   k.prober.dead = {kNode1Address, kNode2Address};
   k.run_for(11, {"node3", "node4"});  // 2 of 4 late: 50 %, not more
   CHECK(k.count(EventKind::heartbeat_crowd) == 0);

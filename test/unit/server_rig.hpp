@@ -62,8 +62,9 @@ struct ServerRig {
   // munge as a process of `uid` sees it.
   std::shared_ptr<FakeMunge> munge_of(uid_t uid) { return std::make_shared<FakeMunge>(realm, uid); }
 
-  static std::string echo(const proto::Request& request, uid_t caller) {
-    return proto::ok_reply(request.id, {{"uid", caller}, {"request", request.body}});
+  static std::string echo(const proto::Request& request, uid_t caller, const std::string& peer) {
+    return proto::ok_reply(request.id,
+                           {{"uid", caller}, {"peer", peer}, {"request", request.body}});
   }
 };
 

@@ -73,10 +73,12 @@ struct ServiceRig : ar::test::Fakes {
       REQUIRE(store->save(step, ar::EventSpec{ar::EventKind::give_up, "given up"}));
     }
   }
-  json ask(const std::string& op, json fields, uid_t caller) {
+  // From node1's NodeAddr unless told otherwise.
+  json ask(const std::string& op, json fields, uid_t caller,
+           const std::string& peer = "127.0.0.11") {
     const auto request =
         ar::proto::parse_request(ar::proto::make_request(7, op, std::move(fields)));
-    return json::parse(service->handle(request, caller));
+    return json::parse(service->handle(request, caller, peer));
   }
 };
 
@@ -121,6 +123,26 @@ std::string expected(const std::string& op, uid_t caller, ar::StepState state) {
 }
 
 }  // namespace
+
+TEST_CASE("a heartbeat is taken only from its node's address, and only once the nodes are known",
+          "[service][origin]") {
+  ServiceRig rig;
+  const json node2{{"node", "node2"}};
+  auto reply = rig.ask("heartbeat", node2, kRoot, "127.0.0.11");
+  CHECK(outcome(reply) == "forbidden");
+  CHECK_THAT(reply["error"]["message"].get<std::string>(),
+             Catch::StartsWith("a heartbeat for node2 from 127.0.0.11, which is not the node's "
+                               "address: node2 is at 127.0.0.12 (NodeAddr)"));
+  CHECK(outcome(rig.ask("heartbeat", node2, kRoot, "127.0.0.12")) == "ok");
+  // A keeper that has not looked at the nodes yet.
+  ar::NodeKeeper fresh(*rig.store, rig.config, rig.slurm, rig.clock, rig.prober, rig.runner);
+  ar::Service service(
+      *rig.store, rig.slurm, rig.clock, [] {}, &fresh, &rig.config);
+  const auto request = ar::proto::parse_request(ar::proto::make_request(8, "heartbeat", node2));
+  reply = json::parse(service.handle(request, kRoot, "127.0.0.12"));
+  CHECK(outcome(reply) == "unavailable");
+  CHECK(reply["error"]["message"] == "the controller has not loaded the nodes from slurmctld yet");
+}
 
 TEST_CASE("each operation by each caller for a step in each state", "[service]") {
   const std::vector<std::string> ops{"hello",  "register",  "status",  "events", "verdict",

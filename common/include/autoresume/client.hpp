@@ -57,6 +57,9 @@ struct ClientOptions {
   // The controller's uid, when it does not run as root: its credential
   // must come from root or from this uid.
   uid_t controller_uid = 0;
+  // The numeric address connections come from (the node agent's heartbeats:
+  // the controller checks it); empty: the system's choice.
+  std::string source;
 };
 
 class Client {

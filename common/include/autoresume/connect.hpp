@@ -85,6 +85,10 @@ int wait_until(std::span<pollfd> fds, Clock::time_point deadline);
 
 // Connects to `address` by `deadline`: the connected non-blocking socket,
 // or no socket, with `error` saying why (strerror's text, or kTimedOut).
-Fd connect_by(const addrinfo& address, Clock::time_point deadline, std::string& error);
+// With `source` (a numeric address), the socket is bound to it first, so
+// that the connection comes from that address: `error` names it when it
+// is not one of this host's (or not of `address`'s family).
+Fd connect_by(const addrinfo& address, Clock::time_point deadline, std::string& error,
+              const std::string& source = {});
 
 }  // namespace ar::net

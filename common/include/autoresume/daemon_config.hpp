@@ -21,6 +21,18 @@ namespace ar {
 // returns to the pool).
 enum class ProviderKind { local, command, spares };
 
+// One entry of heartbeat_bind: the nodes (a hostlist expression, expanded by
+// the controller) whose agents may also send heartbeats from `network`.
+struct HeartbeatBind {
+  std::string nodes;    // "gpu[1-64]"
+  std::string address;  // numeric IPv4 or IPv6, as written
+  unsigned prefix = 0;  // the network's prefix length (32 or 128: one address)
+  bool v6 = false;
+
+  std::string str() const;  // "gpu[1-64]=10.1.0.0/16"
+  bool operator==(const HeartbeatBind&) const = default;
+};
+
 std::string_view to_string(ProviderKind kind);
 
 struct DaemonConfig {
@@ -77,6 +89,11 @@ struct DaemonConfig {
   // of the nodes heard from are silent at once.
   std::chrono::milliseconds heartbeat_timeout{10'000};
   unsigned heartbeat_max_silent_percent = 50;
+  // A heartbeat for a node is taken only from the node's own address: its
+  // NodeAddr or NodeHostname as slurmctld has them (resolved), or an address
+  // of these entries (`NODES=ADDRESS[/PREFIX]`, blank-separated) for the
+  // node. This catches an agent started with another node's --node.
+  std::vector<HeartbeatBind> heartbeat_bind;
 
   // Connections (docs/protocol.md, "Limits"). A connection that has not
   // authenticated (sent its first request) within auth_timeout is closed;
