@@ -25,12 +25,12 @@ printf 'provider=local\nmax_attempts=4\n' >"$tmp/good.conf"
 # The effective config names every setting: for a file that sets them all,
 # both binaries print exactly these keys, once each (a setting added to or
 # dropped from the controller's config must be added to or dropped from this
-# list too). The last four are printed only when set.
+# list too). The last five are printed only when set.
 settings=(listen state_dir provider max_attempts backoff probe_interval probe_failures end_window
   repair_timeout min_time_left provider_timeout provider_retries provider_backoff
   register_timeout heartbeat_timeout heartbeat_max_silent_percent retention
   auth_timeout max_unauthenticated max_user_connections reserved_fds privileged_connections
-  spares provider_command munge_socket local_restart_command)
+  spares provider_command munge_socket local_restart_command heartbeat_bind)
 printf '%s\n' "${settings[@]}" | sort >"$tmp/settings"
 printf '%s\n' "${settings[@]:0:22}" | sort >"$tmp/settings-unset"
 cat >"$tmp/full.conf" <<'CONF'
@@ -39,6 +39,7 @@ spares=2
 provider_command=/usr/local/sbin/replace-node
 munge_socket=/run/munge/munge.socket.2
 local_restart_command=/usr/local/sbin/restart-node {node}
+heartbeat_bind=gpu[1-8]=10.1.0.0/24
 CONF
 printf 'provider=local\n' >"$tmp/minimal.conf"
 # same_keys WHAT EXPECTED_FILE: the keys of the config on stdin are those of
