@@ -5,28 +5,24 @@
 # by run so that drift hits all sides alike. Also times the cluster's start
 # (to all nodes idle) and its teardown.
 #   bench/plugin_overhead.sh [--runs N] [--nodes N] [--plugin PATH]
+# Default plugin: the one in AR_BUILD_DIR (default build/), as bench/lib.sh says.
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-runs=40 nodes=4 plugin=$repo/build/spank/auto_resume.so
-daemon=$repo/build/controller/auto-resumed
+runs=40 nodes=4 plugin=""
 while (($#)); do
   case $1 in
     --runs) runs=$2; shift ;;
     --nodes) nodes=$2; shift ;;
     --plugin) plugin=$2; shift ;;
-    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "plugin_overhead: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "plugin_overhead: bad --runs '$runs'" >&2; exit 2; }
-[[ -f $plugin && -x $daemon ]] || { echo "plugin_overhead: no $plugin or $daemon: build first" >&2; exit 1; }
-
-dir=$(mktemp -d /tmp/ar-bench.XXXXXX)
-controller_pid=""
-trap 'kill $controller_pid 2>/dev/null; "$repo/scripts/cluster" down "$dir/c" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+NAME=plugin_overhead
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 now_us() { echo $(($(date +%s%N) / 1000)); }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 t0=$(now_us)
 "$repo/scripts/cluster" up "$dir/c" --nodes "$nodes" --plugin "$plugin" >/dev/null
@@ -68,7 +64,8 @@ export -f now_us time_srun measure
 export plugstack nodes runs dir with_plugin
 salloc -N "$nodes" bash -c measure 2>"$dir/salloc.err" ||
   { echo "plugin_overhead: measuring failed: $(cat "$dir/salloc.err")" >&2; exit 1; }
-none=$(median <"$dir/none") loaded=$(median <"$dir/loaded") flagged=$(median <"$dir/flagged")
+mapfile -t runs_none <"$dir/none"; mapfile -t runs_loaded <"$dir/loaded"; mapfile -t runs_flagged <"$dir/flagged"
+none=$(median "${runs_none[@]}") loaded=$(median "${runs_loaded[@]}") flagged=$(median "${runs_flagged[@]}")
 
 t0=$(now_us)
 "$repo/scripts/cluster" down "$dir/c" >/dev/null
