@@ -96,11 +96,11 @@ start_controller() {
 
 # start_flood: the flood against $port, once all its connections are open.
 start_flood() {
-  rm -f "$dir/flood.stop"
+  rm -f "$dir/flood.stop" "$dir/flood.log"  # not the last run's lines, before the flood's shell truncates it
   "${flood_cmd[@]}" "$port" "$connections" "$dir/flood.stop" >"$dir/flood.log" 2>&1 &
   flood_pid=$!
   local deadline=$((SECONDS + 60))
-  until grep -q "^open " "$dir/flood.log"; do
+  until grep -q "^open " "$dir/flood.log" 2>/dev/null; do
     kill -0 "$flood_pid" 2>/dev/null || { echo "flood_resume: the flood failed: $(cat "$dir/flood.log")" >&2; exit 1; }
     ((SECONDS < deadline)) || { echo "flood_resume: the flood did not open its connections in 60 s" >&2; exit 1; }
     sleep 0.1
