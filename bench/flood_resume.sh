@@ -98,7 +98,7 @@ start_controller() {
 start_flood() {
   rm -f "$dir/flood.stop" "$dir/flood.log"  # not the last run's lines, before the flood's shell truncates it
   "${flood_cmd[@]}" "$port" "$connections" "$dir/flood.stop" >"$dir/flood.log" 2>&1 &
-  flood_pid=$!
+  flood_pid=$! flood_t0=$(now)
   local deadline=$((SECONDS + 60))
   until grep -q "^open " "$dir/flood.log" 2>/dev/null; do
     kill -0 "$flood_pid" 2>/dev/null || { echo "flood_resume: the flood failed: $(cat "$dir/flood.log")" >&2; exit 1; }
@@ -109,7 +109,8 @@ start_flood() {
     { echo "flood_resume: the flood opened: $(cat "$dir/flood.log")" >&2; exit 1; }
 }
 
-# stop_flood: ends the flood; $closed: how many connections the controller closed.
+# stop_flood: ends the flood; $closed: how many connections the controller
+# closed, and how many a second.
 stop_flood() {
   touch "$dir/flood.stop"
   local deadline=$((SECONDS + 30))
@@ -120,6 +121,7 @@ stop_flood() {
   wait "$flood_pid" || true
   flood_pid=""
   closed=$(sed -n 's/^closed //p' "$dir/flood.log")
+  closed+=$(awk -v n="$closed" -v s="$(since "$flood_t0")" 'BEGIN {printf " (%.0f/s)", n / s}')
 }
 
 # attempt_on N: the nodes the tasks of attempt N ran on, sorted, comma-separated.
@@ -165,7 +167,7 @@ run_case() {
   wait_attempt 1 300
   again=$(since "$t0")
   [[ $way == quiet ]] || stop_flood
-  printf '%3s  %-8s %-7s %10s %14s   %s\n' "$run" "$way" "$victim" "$again" "$closed" "$(attempt_on 1)"
+  printf '%3s  %-8s %-7s %10s %20s   %s\n' "$run" "$way" "$victim" "$again" "$closed" "$(attempt_on 1)"
   eval "result_$way+=($again)"
   scancel "$job" 2>/dev/null || true
   if [[ -n ${KEEP_LOGS:-} ]]; then  # for a closer look: KEEP_LOGS=DIR
@@ -179,8 +181,8 @@ run_case() {
 machine
 echo "SlurmdTimeout ${slurmd_timeout} s, MessageTimeout ${message_timeout} s; a $nodes-node job on $((nodes + 1)) nodes, its last node killed; controller: default limits, LimitNOFILE $nofile"
 echo "flood: $connections idle connections as nobody from $source, a new one for each closed"
-echo "seconds from the kill to the step's tasks running again; connections the controller closed during the run"
-printf '%3s  %-8s %-7s %10s %14s   %s\n' run way killed "step again" "flood closed" "attempt 1 on"
+echo "seconds from the kill to the step's tasks running again; flood's connections the controller closed (a second)"
+printf '%3s  %-8s %-7s %10s %20s   %s\n' run way killed "step again" "flood closed" "attempt 1 on"
 result_quiet=() result_flood=()
 for ((run = 1; run <= runs; run++)); do
   run_case quiet
