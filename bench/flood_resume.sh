@@ -42,6 +42,7 @@ bad() { echo "flood_resume: $1" >&2; exit 2; }
 ((nodes >= 2 && nodes <= 49)) || bad "--nodes '$nodes' is not 2 to 49"
 [[ $connections =~ ^[1-9][0-9]*$ ]] || bad "--connections '$connections' is not a positive number"
 [[ -z $nofile || $nofile =~ ^[1-9][0-9]*$ ]] || bad "--nofile '$nofile' is not a positive number"
+((EUID == 0)) || bad "run it as root: the flood runs as another user, nobody"
 # The unit's limit needs CAP_SYS_RESOURCE where the hard limit is lower (a
 # container): then this shell's hard limit, said so.
 if [[ -z $nofile ]]; then
@@ -52,7 +53,6 @@ if [[ -z $nofile ]]; then
   fi
 fi
 prlimit --nofile="$nofile" true || bad "cannot run the controller under --nofile $nofile"
-((EUID == 0)) || bad "run it as root: the flood runs as another user, nobody"
 NAME=flood_resume
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
