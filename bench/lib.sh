@@ -1,10 +1,15 @@
 # shellcheck shell=bash
-# What the fault benchmarks share: the built binaries, a scratch folder whose
-# cluster and controller are stopped on exit, and a clock. Source it after
-# the options are parsed, with NAME set to the benchmark's name.
+# What the benchmarks share: the built binaries, a scratch folder whose
+# cluster and controller are stopped on exit, a clock, a median and the
+# machine's description. Source it after the options are parsed, with NAME
+# set to the benchmark's name; a benchmark may set plugin first (another
+# build of the plugin) and define bench_cleanup (run on exit, first).
+# AR_BUILD_DIR: the build to take the binaries from (default: build/ in the
+# repository).
 : "${NAME:?set NAME before sourcing bench/lib.sh}"
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-plugin=$repo/build/spank/auto_resume.so daemon=$repo/build/controller/auto-resumed
+build=${AR_BUILD_DIR:-$repo/build}
+plugin=${plugin:-$build/spank/auto_resume.so} daemon=$build/controller/auto-resumed
 [[ -f $plugin && -x $daemon ]] || { echo "$NAME: build first (no $plugin or $daemon)" >&2; exit 1; }
 cluster_cmd=$repo/scripts/cluster
 
@@ -12,9 +17,19 @@ dir=$(mktemp -d /tmp/ar-bench.XXXXXX)
 chmod 755 "$dir"
 controller_pid=""
 cleanup() {
+  [[ $(type -t bench_cleanup) != function ]] || bench_cleanup
   [[ -z $controller_pid ]] || kill "$controller_pid" 2>/dev/null || true
   "$cluster_cmd" down "$dir/c" >/dev/null 2>&1 || true
 }
 trap 'cleanup; rm -rf "$dir"' EXIT
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}'; }
+# median NUMBER...: the median of the numbers.
+median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# machine: the line that opens a benchmark's output (date, cores, memory, OS, Slurm).
+machine() {
+  local memory os
+  memory=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
+  os=$(. /etc/os-release && echo "$PRETTY_NAME")
+  echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  machine: $(nproc) cores, $memory, $os, $(slurmd -V)"
+}

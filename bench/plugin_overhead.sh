@@ -1,32 +1,29 @@
 #!/usr/bin/env bash
 # srun start-up with the auto_resume plugin loaded vs not loaded, and with
-# --auto-resume=1 (registration with a running controller: a munge credential,
-# one request, one SQLite commit), on the same local cluster, interleaved run
+# --auto-resume=1 (registration with a running controller: a munge session,
+# one request, one SQLite commit; after the step, srun waits end_window, 3 s,
+# for the controller's verdict), on the same local cluster, interleaved run
 # by run so that drift hits all sides alike. Also times the cluster's start
 # (to all nodes idle) and its teardown.
 #   bench/plugin_overhead.sh [--runs N] [--nodes N] [--plugin PATH]
+# Default plugin: the one in AR_BUILD_DIR (default build/), as bench/lib.sh says.
 set -euo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-runs=40 nodes=4 plugin=$repo/build/spank/auto_resume.so
-daemon=$repo/build/controller/auto-resumed
+runs=40 nodes=4 plugin=""
 while (($#)); do
   case $1 in
     --runs) runs=$2; shift ;;
     --nodes) nodes=$2; shift ;;
     --plugin) plugin=$2; shift ;;
-    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "plugin_overhead: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "plugin_overhead: bad --runs '$runs'" >&2; exit 2; }
-[[ -f $plugin && -x $daemon ]] || { echo "plugin_overhead: no $plugin or $daemon: build first" >&2; exit 1; }
-
-dir=$(mktemp -d /tmp/ar-bench.XXXXXX)
-controller_pid=""
-trap 'kill $controller_pid 2>/dev/null; "$repo/scripts/cluster" down "$dir/c" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+NAME=plugin_overhead
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 now_us() { echo $(($(date +%s%N) / 1000)); }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 t0=$(now_us)
 "$repo/scripts/cluster" up "$dir/c" --nodes "$nodes" --plugin "$plugin" >/dev/null
@@ -52,11 +49,12 @@ time_srun() {  # PLUGSTACK_LINE SRUN_ARGS... -> microseconds
 # Measured inside one allocation, as the sruns of a batch script run.
 measure() {
   printf '%s\n' "$with_plugin" >"$plugstack"
-  for _ in $(seq 100); do
-    srun -N1 --auto-resume=1 true 2>"$dir/probe.err" && ! [[ -s $dir/probe.err ]] && break
-    sleep 0.1
+  # Until the controller answers: a registered step's tasks get AUTO_RESUME_ATTEMPT.
+  local deadline=$((SECONDS + 30)) attempt=""
+  until [[ $attempt == 0 ]]; do
+    ((SECONDS < deadline)) || { echo "the controller did not take a step in 30 s: $(cat "$dir/probe.err")" >&2; return 1; }
+    attempt=$(srun -N1 --auto-resume=1 printenv AUTO_RESUME_ATTEMPT 2>"$dir/probe.err") || sleep 0.1
   done
-  [[ ! -s $dir/probe.err ]] || { echo "the controller did not take a step: $(cat "$dir/probe.err")" >&2; return 1; }
   : >"$dir/none"; : >"$dir/loaded"; : >"$dir/flagged"
   for ((i = 0; i < runs; i++)); do
     time_srun "" >>"$dir/none"
@@ -68,18 +66,19 @@ export -f now_us time_srun measure
 export plugstack nodes runs dir with_plugin
 salloc -N "$nodes" bash -c measure 2>"$dir/salloc.err" ||
   { echo "plugin_overhead: measuring failed: $(cat "$dir/salloc.err")" >&2; exit 1; }
-none=$(median <"$dir/none") loaded=$(median <"$dir/loaded") flagged=$(median <"$dir/flagged")
+mapfile -t runs_none <"$dir/none"; mapfile -t runs_loaded <"$dir/loaded"; mapfile -t runs_flagged <"$dir/flagged"
+none=$(median "${runs_none[@]}") loaded=$(median "${runs_loaded[@]}") flagged=$(median "${runs_flagged[@]}")
 
 t0=$(now_us)
 "$repo/scripts/cluster" down "$dir/c" >/dev/null
 down_us=$(($(now_us) - t0))
 
-echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(. /etc/os-release; echo "$PRETTY_NAME"), Slurm $(srun --version | awk '{print $2}')"
+machine
 ms() { awk -v us="$1" 'BEGIN {printf "%.1f ms", us / 1000}'; }
 echo "cluster up ($nodes nodes to idle): $(ms "$up_us")   down: $(ms "$down_us")"
 echo "srun -N$nodes true, median of $runs interleaved runs each:"
 echo "  plugin not loaded:                 $(ms "$none")"
 echo "  plugin loaded, option not given:   $(ms "$loaded")"
-echo "  plugin loaded, --auto-resume=1:    $(ms "$flagged")   (step registered with the controller)"
+echo "  plugin loaded, --auto-resume=1:    $(ms "$flagged")   (registered; then srun waits end_window for the verdict)"
 awk -v n="$none" -v l="$loaded" -v f="$flagged" \
   'BEGIN {printf "ratio loaded/not loaded: %.3f   flagged/not loaded: %.3f\n", l/n, f/n}'

@@ -95,9 +95,7 @@ run_case() {
   controller_pid=""
 }
 
-memory=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
-os=$(. /etc/os-release && echo "$PRETTY_NAME")
-echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  machine: $(nproc) cores, $memory, $os, $(slurmd -V)"
+machine
 shown_expire=${cred_expire:-"120 (the default)"}
 echo "SlurmdTimeout ${slurmd_timeout} s, MessageTimeout ${message_timeout} s, cred_expire $shown_expire s; 4-node job on 5 nodes, node3 faulted"
 echo "seconds from the fault to: node marked by Slurm, job requeued, job running again, step running again"

@@ -108,9 +108,7 @@ run_case() {
   controller_pid=""
 }
 
-memory=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
-os=$(. /etc/os-release && echo "$PRETTY_NAME")
-echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  machine: $(nproc) cores, $memory, $os, $(slurmd -V)"
+machine
 echo "SlurmdTimeout ${slurmd_timeout} s, MessageTimeout ${message_timeout} s, a replacement boots in ${boot_seconds} s; 4-node job, no idle node; the job's 3rd node killed"
 printf '%-8s %-8s %12s   %s\n' way killed "step again" "attempt 1 on"
 result_replace=() result_spare=()
@@ -118,7 +116,6 @@ for ((run = 1; run <= runs; run++)); do
   run_case replace
   run_case spare
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 r=$(median "${result_replace[@]}") s=$(median "${result_spare[@]}")
 awk -v r="$r" -v s="$s" -v n="$runs" \
   'BEGIN {printf "median of %d: without a spare / with a spare: %.1f s / %.1f s = x%.1f\n", n, r, s, r / s}'

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """A flood of idle connections to the controller, for tests of its limits.
 
-flood.py PORT COUNT STOPFILE: opens COUNT connections to 127.0.0.1:PORT
-(from 127.0.0.2) that send nothing, prints "open N" once they are, then
-opens a new one for each the controller closes, until STOPFILE exists; then
-prints "closed N" (how many the controller closed) and exits.
+flood.py [--source ADDR] PORT COUNT STOPFILE: opens COUNT connections to
+127.0.0.1:PORT from ADDR (default 127.0.0.2) that send nothing, prints
+"open N" once they are, then opens a new one for each the controller closes,
+until STOPFILE exists; then prints "closed N" (how many the controller
+closed) and exits.
 
-flood.py --deadline PORT COUNT LIMIT: opens COUNT idle connections and prints
-how many the controller closed within LIMIT seconds ("closed N").
+flood.py [--source ADDR] --deadline PORT COUNT LIMIT: opens COUNT idle
+connections and prints how many the controller closed within LIMIT seconds
+("closed N").
 """
+import argparse
 import os
 import resource
 import selectors
@@ -24,9 +27,12 @@ def raise_descriptor_limit(count):
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
+SOURCE = "127.0.0.2"
+
+
 def connect(port, selector):
     conn = socket.socket()
-    conn.bind(("127.0.0.2", 0))
+    conn.bind((SOURCE, 0))
     conn.settimeout(10)
     try:
         conn.connect(("127.0.0.1", port))
@@ -75,13 +81,32 @@ def deadline(port, count, limit):
     print(f"closed {closed}", flush=True)
 
 
+def check_source(address):
+    """Exits with a message naming ADDRESS if no socket can bind it."""
+    try:
+        with socket.socket() as probe:
+            probe.bind((address, 0))
+    except OSError as error:
+        sys.exit(f"flood.py: cannot bind source address '{address}': {error}")
+
+
 def main():
-    if sys.argv[1] == "--deadline":
-        raise_descriptor_limit(int(sys.argv[3]))
-        deadline(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+    global SOURCE
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", default=SOURCE, help="source address (default %(default)s)")
+    parser.add_argument("--deadline", action="store_true",
+                        help="count the connections closed within LIMIT seconds")
+    parser.add_argument("port", type=int)
+    parser.add_argument("count", type=int)
+    parser.add_argument("last", metavar="STOPFILE|LIMIT")
+    args = parser.parse_args()
+    check_source(args.source)
+    SOURCE = args.source
+    raise_descriptor_limit(args.count)
+    if args.deadline:
+        deadline(args.port, args.count, float(args.last))
     else:
-        raise_descriptor_limit(int(sys.argv[2]))
-        flood(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])
+        flood(args.port, args.count, args.last)
 
 
 if __name__ == "__main__":
