@@ -43,8 +43,12 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // Expand helpers are submitted as the job's owner by this program; a
+    // controller without it could not grow a job.
+    const auto submit_program = ar::slurm::default_submit_program();
+    ar::slurm::check_submit_program(submit_program);
     ar::slurm::init();
-    ar::slurm::LibSlurm slurm;
+    ar::slurm::LibSlurm slurm(submit_program);
     const auto& clock = ar::system_clock();
     ar::TcpProber prober;
     ar::ProcessRunner runner;
