@@ -8,6 +8,7 @@
 // could not allocate with salloc.
 
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
   }
   try {
     ar::slurm::init();
-    const auto id = ar::slurm::allocate_expand_helper(request);
+    const auto id = ar::slurm::allocate_expand_helper(request, getuid(), getgid());
     fmt::print("{}\n", id);
   } catch (const std::exception& e) {
     fmt::print(stderr, "auto-resume-submit: {}\n", e.what());

@@ -16,9 +16,8 @@ namespace {
 
 using nlohmann::json;
 
-const char* const kStringFields[] = {"name",    "dependency", "req_nodes", "partition",
-                                     "qos",     "account",    "features",  "reservation",
-                                     "licenses", "wckey"};
+const char* const kStringFields[] = {"name",    "dependency", "req_nodes",   "partition", "qos",
+                                     "account", "features",   "reservation", "licenses",  "wckey"};
 
 std::string* string_field(ExpandRequest& r, const std::string& key) {
   if (key == "name") return &r.name;
@@ -169,7 +168,8 @@ std::uint32_t run_submit_program(const std::filesystem::path& program, const Job
   // A clean environment: the program finds slurm.conf (and through it
   // munged's socket) as the controller does.
   std::vector<std::string> environment{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
-  if (const char* conf = std::getenv("SLURM_CONF")) environment.push_back(std::string("SLURM_CONF=") + conf);
+  if (const char* conf = std::getenv("SLURM_CONF"))
+    environment.push_back(std::string("SLURM_CONF=") + conf);
   options.environment = std::move(environment);
   options.input = to_json(expand_request(job, node, name));
   const auto result = run_command({program.string()}, timeout, options);

@@ -62,6 +62,8 @@ void LibSlurm::requeue(std::uint32_t job_id) { slurm::requeue(job_id); }
 
 std::uint32_t LibSlurm::submit_expand_helper(const JobInfo& job, const std::string& node,
                                              const std::string& name) {
+  if (submit_program_.empty())
+    return allocate_expand_helper(expand_request(job, node, name), job.uid, job.gid);
   const auto id = run_submit_program(submit_program_, job, node, name, kSubmitTimeout);
   // The program runs as the user, who may have taken it over: root merges
   // only a job of that user's that bears the helper's name.

@@ -18,6 +18,9 @@ class LibSlurm final : public SlurmApi {
   // before it is killed.
   static constexpr std::chrono::seconds kSubmitTimeout{30};
 
+  // Run as root, it submits expand helpers as their job's owner with
+  // `submit_program`; run as anyone else (SlurmUser), it cannot take
+  // another uid and submits them itself, for the owner (an empty path).
   explicit LibSlurm(std::filesystem::path submit_program)
       : submit_program_(std::move(submit_program)) {}
   std::optional<JobInfo> load_job(std::uint32_t job_id) override;

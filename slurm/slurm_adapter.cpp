@@ -246,7 +246,7 @@ void requeue(std::uint32_t job_id) {
     fail("cannot requeue job " + std::to_string(job_id));
 }
 
-std::uint32_t allocate_expand_helper(const ExpandRequest& request) {
+std::uint32_t allocate_expand_helper(const ExpandRequest& request, uid_t uid, gid_t gid) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
   auto text = [](const std::string& s) {
@@ -259,10 +259,10 @@ std::uint32_t allocate_expand_helper(const ExpandRequest& request) {
   desc.max_nodes = request.max_nodes;
   if (request.min_cpus > 0) desc.min_cpus = request.min_cpus;
   if (request.pn_min_memory > 0) desc.pn_min_memory = request.pn_min_memory;
-  // As whoever runs this: slurmctld takes the submitter from the
-  // credential, and refuses another uid to anyone but root and SlurmUser.
-  desc.user_id = getuid();
-  desc.group_id = getgid();
+  // slurmctld takes the submitter from the credential, and refuses a job
+  // for another uid to anyone but root and SlurmUser.
+  desc.user_id = uid;
+  desc.group_id = gid;
   desc.partition = text(request.partition);
   desc.qos = text(request.qos);
   desc.account = text(request.account);

@@ -71,9 +71,10 @@ void kill_step(std::uint32_t job_id, std::uint32_t step_id);
 void requeue(std::uint32_t job_id);
 
 // Allocates what `request` asks for (an expand helper: expand_helper.hpp)
-// as the calling process's uid and gid; returns the helper's job id (it
-// may still be pending). auto-resume-submit calls it as the job's owner.
-std::uint32_t allocate_expand_helper(const ExpandRequest& request);
+// for `uid` and `gid`; returns the helper's job id (it may still be
+// pending). auto-resume-submit calls it as the job's owner, for itself; a
+// controller that runs as SlurmUser, not root, calls it for the owner.
+std::uint32_t allocate_expand_helper(const ExpandRequest& request, uid_t uid, gid_t gid);
 // Moves a running helper's nodes into the job it expands (NumNodes=0 on the
 // helper); that alone adds them to the job.
 void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id);

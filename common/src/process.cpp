@@ -83,7 +83,8 @@ std::vector<gid_t> groups_of(const RunAs& as) {
   std::vector<char> buffer(16384);
   passwd entry{};
   passwd* found = nullptr;
-  getpwuid_r(as.uid, &entry, buffer.data(), buffer.size(), &found);
+  while (getpwuid_r(as.uid, &entry, buffer.data(), buffer.size(), &found) == ERANGE)
+    buffer.resize(buffer.size() * 2);
   if (found == nullptr) return {as.gid};
   int count = 32;
   std::vector<gid_t> groups(static_cast<std::size_t>(count));
