@@ -124,8 +124,9 @@ TEST_CASE("the helper's job id is read from its output, and a failure names job,
   };
   not_slurm({-1, "", "/usr/sbin/auto-resume-submit did not finish within 30 s"},
             "did not finish within 30 s");
-  not_slurm({-1, "", "cannot run /usr/sbin/auto-resume-submit as uid 65534 gid 65534: exec: No "
-                     "such file or directory"},
+  not_slurm({-1, "",
+             "cannot run /usr/sbin/auto-resume-submit as uid 65534 gid 65534: exec: No "
+             "such file or directory"},
             "No such file or directory");
   not_slurm({ar::slurm::kSubmitBadInput, "auto-resume-submit: expand request: no 'name'\n", ""},
             "exited with status 2: auto-resume-submit: expand request: no 'name'");
@@ -160,9 +161,9 @@ id -u
 
 TEST_CASE("a missing submit program is named", "[expand_helper]") {
   ar::test::TempDir dir;
-  CHECK_THROWS_WITH(ar::slurm::check_submit_program(dir.path / "auto-resume-submit"),
-                    Contains("the expand helper " + (dir.path / "auto-resume-submit").string() +
-                             " is missing"));
+  CHECK_THROWS_WITH(
+      ar::slurm::check_submit_program(dir.path / "auto-resume-submit"),
+      Contains("the expand helper " + (dir.path / "auto-resume-submit").string() + " is missing"));
   CHECK_THROWS_WITH(ar::slurm::check_submit_program(dir.path),
                     Contains("is not an executable file"));
   CHECK(ar::slurm::default_submit_program().filename() == "auto-resume-submit");

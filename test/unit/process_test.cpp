@@ -13,8 +13,8 @@
 #include "fakes.hpp"
 
 using ar::CommandOptions;
-using ar::RunAs;
 using ar::run_command;
+using ar::RunAs;
 using Catch::Matchers::Contains;
 using namespace std::chrono_literals;
 
