@@ -276,6 +276,9 @@ CommandResult run_command(const std::vector<std::string>& args, std::chrono::mil
   close(output);
   if (timed_out || cancelled) {
     kill(-pid, SIGKILL);
+    // And the command itself, should it have left its group (a command run
+    // as a user may be taken over by that user).
+    kill(pid, SIGKILL);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   }

@@ -99,3 +99,21 @@ TEST_CASE("a command run as a user is killed at its timeout", "[process]") {
   CHECK_THAT(result.error, Contains("did not finish within"));
   CHECK(result.output == "started\n");
 }
+
+TEST_CASE("a command run as a user that leaves its process group is still killed at its timeout",
+          "[process]") {
+  if (geteuid() != 0) return;
+  ar::test::TempDir dir;
+  // The user's program joins another group of the session (here the
+  // test's own): killing its group alone would miss it.
+  const auto mover = script(dir, "exec /usr/bin/python3 -c 'import os, time; os.setpgid(0, " +
+                                     std::to_string(getpgrp()) +
+                                     "); print(\"moved\", flush=True); time.sleep(30)'");
+  CommandOptions options;
+  options.user = RunAs{kNobody, kNobody};
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = run_command({mover.string()}, 1s, options);
+  CHECK(std::chrono::steady_clock::now() - start < 10s);
+  CHECK(result.output == "moved\n");
+  CHECK_THAT(result.error, Contains("did not finish within"));
+}
