@@ -1,9 +1,11 @@
 // auto-resumed: the controller daemon.
 
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <filesystem>
 
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
@@ -43,8 +45,21 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // As root, expand helpers are submitted as the job's owner by this
+    // program: a controller without it could not grow a job. SlurmUser
+    // cannot take another uid, and submits them itself.
+    std::filesystem::path submit_program;
+    if (geteuid() == 0) {
+      submit_program = ar::slurm::default_submit_program();
+      ar::slurm::check_submit_program(submit_program);
+    } else {
+      ar::log::warn(
+          "running as uid {}, not root: expand helpers are submitted by uid {} for their "
+          "job's owner (job_submit plugins see uid {} as the submitter)",
+          geteuid(), geteuid(), geteuid());
+    }
     ar::slurm::init();
-    ar::slurm::LibSlurm slurm;
+    ar::slurm::LibSlurm slurm(submit_program);
     const auto& clock = ar::system_clock();
     ar::TcpProber prober;
     ar::ProcessRunner runner;

@@ -1,5 +1,8 @@
 #include "libslurm.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace ar::slurm {
 
 std::optional<JobInfo> LibSlurm::load_job(std::uint32_t job_id) { return slurm::load_job(job_id); }
@@ -59,7 +62,18 @@ void LibSlurm::requeue(std::uint32_t job_id) { slurm::requeue(job_id); }
 
 std::uint32_t LibSlurm::submit_expand_helper(const JobInfo& job, const std::string& node,
                                              const std::string& name) {
-  return slurm::submit_expand_helper(job, node, name);
+  if (submit_program_.empty())
+    return allocate_expand_helper(expand_request(job, node, name), job.uid, job.gid);
+  const auto id = run_submit_program(submit_program_, job, node, name, kSubmitTimeout);
+  // The program runs as the user, who may have taken it over: root merges
+  // only a job of that user's that bears the helper's name.
+  const auto helper = slurm::load_job(id);
+  if (!helper || helper->uid != job.uid || helper->name != name)
+    throw std::runtime_error(submit_program_.string() + " (as uid " + std::to_string(job.uid) +
+                             ", for job " + std::to_string(job.job_id) + ") printed job " +
+                             std::to_string(id) + ", which is no job of uid " +
+                             std::to_string(job.uid) + " named " + name);
+  return id;
 }
 
 void LibSlurm::merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {

@@ -1,6 +1,11 @@
 #pragma once
 // SlurmApi with libslurm: each call goes to the adapter's functions
-// (slurm_adapter.hpp). Call slurm::init() once before using it.
+// (slurm_adapter.hpp), but for the expand helper, which `submit_program`
+// (auto-resume-submit) submits as the job's owner (expand_helper.hpp).
+// Call slurm::init() once before using it.
+
+#include <chrono>
+#include <filesystem>
 
 #include "slurm_adapter.hpp"
 #include "slurm_api.hpp"
@@ -9,6 +14,15 @@ namespace ar::slurm {
 
 class LibSlurm final : public SlurmApi {
  public:
+  // How long auto-resume-submit may take (slurmctld's answer included)
+  // before it is killed.
+  static constexpr std::chrono::seconds kSubmitTimeout{30};
+
+  // Run as root, it submits expand helpers as their job's owner with
+  // `submit_program`; run as anyone else (SlurmUser), it cannot take
+  // another uid and submits them itself, for the owner (an empty path).
+  explicit LibSlurm(std::filesystem::path submit_program)
+      : submit_program_(std::move(submit_program)) {}
   std::optional<JobInfo> load_job(std::uint32_t job_id) override;
   uid_t slurm_user_uid() override;
   const std::vector<NodeInfo>& load_nodes() override;
@@ -32,6 +46,7 @@ class LibSlurm final : public SlurmApi {
   void cancel_job(std::uint32_t job_id) override;
 
  private:
+  std::filesystem::path submit_program_;
   NodeWatcher watcher_;  // load_nodes' (the engine thread's)
 };
 

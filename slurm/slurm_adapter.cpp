@@ -5,6 +5,8 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 }
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
@@ -259,36 +261,34 @@ void requeue(std::uint32_t job_id) {
     fail("cannot requeue job " + std::to_string(job_id));
 }
 
-std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
-                                   const std::string& name) {
+std::uint32_t allocate_expand_helper(const ExpandRequest& request, uid_t uid, gid_t gid) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
-  const auto dependency = "expand:" + std::to_string(job.job_id);
-  desc.name = const_cast<char*>(name.c_str());
-  desc.dependency = const_cast<char*>(dependency.c_str());
-  desc.req_nodes = const_cast<char*>(node.c_str());
-  desc.min_nodes = 1;
-  desc.max_nodes = 1;
-  // The replacement must hold what each node of the job holds, so that the
-  // relaunched step's tasks fit (e.g. --ntasks-per-node=2).
-  if (job.cpus_per_node > 0) desc.min_cpus = job.cpus_per_node;
-  if (job.memory_per_node > 0 && job.memory_per_node != NO_VAL64)
-    desc.pn_min_memory = job.memory_per_node;
-  desc.user_id = job.uid;
-  desc.group_id = job.gid;
-  if (!job.partition.empty()) desc.partition = const_cast<char*>(job.partition.c_str());
-  if (!job.qos.empty()) desc.qos = const_cast<char*>(job.qos.c_str());
-  if (!job.account.empty()) desc.account = const_cast<char*>(job.account.c_str());
-  if (!job.features.empty()) desc.features = const_cast<char*>(job.features.c_str());
-  // The job's reservation, licenses and wckey: the helper is charged and
-  // placed as the job is (a node outside the job's reservation stays out).
-  if (!job.reservation.empty()) desc.reservation = const_cast<char*>(job.reservation.c_str());
-  if (!job.licenses.empty()) desc.licenses = const_cast<char*>(job.licenses.c_str());
-  if (!job.wckey.empty()) desc.wckey = const_cast<char*>(job.wckey.c_str());
-  if (job.exclusive) desc.shared = JOB_SHARED_NONE;
+  auto text = [](const std::string& s) {
+    return s.empty() ? nullptr : const_cast<char*>(s.c_str());
+  };
+  desc.name = text(request.name);
+  desc.dependency = text(request.dependency);
+  desc.req_nodes = text(request.req_nodes);
+  desc.min_nodes = request.min_nodes;
+  desc.max_nodes = request.max_nodes;
+  if (request.min_cpus > 0) desc.min_cpus = request.min_cpus;
+  if (request.pn_min_memory > 0) desc.pn_min_memory = request.pn_min_memory;
+  // slurmctld takes the submitter from the credential, and refuses a job
+  // for another uid to anyone but root and SlurmUser.
+  desc.user_id = uid;
+  desc.group_id = gid;
+  desc.partition = text(request.partition);
+  desc.qos = text(request.qos);
+  desc.account = text(request.account);
+  desc.features = text(request.features);
+  desc.reservation = text(request.reservation);
+  desc.licenses = text(request.licenses);
+  desc.wckey = text(request.wckey);
+  if (request.exclusive) desc.shared = JOB_SHARED_NONE;
   resource_allocation_response_msg_t* response = nullptr;
   if (slurm_allocate_resources(&desc, &response) != SLURM_SUCCESS)
-    fail("cannot allocate " + node + " to expand job " + std::to_string(job.job_id));
+    fail("cannot allocate " + request.req_nodes + " (" + request.dependency + ")");
   const auto id = response->job_id;
   slurm_free_resource_allocation_response_msg(response);
   return id;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "expand_helper.hpp"
 #include "hostlist.hpp"  // expand_hostlist, compress_hostlist
 #include "slurm_api.hpp"
 
@@ -72,11 +73,11 @@ void kill_step(std::uint32_t job_id, std::uint32_t step_id);
 // Requeues a batch job.
 void requeue(std::uint32_t job_id);
 
-// Allocates `node` for the job `job` may absorb (`--dependency=expand:`),
-// as the job's user, in its partition, QOS and account, named `name`;
-// returns the helper's job id (it may still be pending).
-std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
-                                   const std::string& name);
+// Allocates what `request` asks for (an expand helper: expand_helper.hpp)
+// for `uid` and `gid`; returns the helper's job id (it may still be
+// pending). auto-resume-submit calls it as the job's owner, for itself; a
+// controller that runs as SlurmUser, not root, calls it for the owner.
+std::uint32_t allocate_expand_helper(const ExpandRequest& request, uid_t uid, gid_t gid);
 // Moves a running helper's nodes into the job it expands (NumNodes=0 on the
 // helper); that alone adds them to the job.
 void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id);

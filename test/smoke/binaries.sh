@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# --help and --version of the binaries, their config loading, and the
-# health checker's argument checks.
+# --help and --version of the binaries, their config loading, the health
+# checker's argument checks, and the expand helper's submitter's input
+# checks.
 set -euo pipefail
-daemon=$1 cli=$2 version=$3 healthcheck=$4
+daemon=$1 cli=$2 version=$3 healthcheck=$4 submit=$5
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
@@ -93,4 +94,26 @@ rc=0
 "$healthcheck" --config "$tmp/missing.conf" --dry-run >"$tmp/out" 2>&1 || rc=$?
 ((rc == 2)) || fail "$name accepted a missing config file (exit status $rc)"
 grep -q "missing.conf" "$tmp/out" || fail "missing file not named: $(cat "$tmp/out")"
+# auto-resume-submit: a request it cannot read is refused (exit status 2)
+# with the bad field named, before Slurm is asked anything.
+name=$(basename "$submit")
+"$submit" --help | grep -q "Usage:" || fail "$name --help prints no usage"
+[[ $("$submit" --version) == "$name $version" ]] || fail "$name --version: $("$submit" --version)"
+for bad in '{"name":"x","dependency":"expand:1","req_nodes":"n1","colour":"red"}:colour' \
+  '{"name":"x","dependency":"expand:1","req_nodes":"n1","min_cpus":-1}:min_cpus' \
+  '{"name":"x","dependency":"expand:1"}:req_nodes' 'not json:not JSON'; do
+  rc=0
+  "$submit" <<<"${bad%:*}" >"$tmp/out" 2>&1 || rc=$?
+  ((rc == 2)) || fail "$name accepted ${bad%:*} (exit status $rc): $(cat "$tmp/out")"
+  grep -q -- "${bad##*:}" "$tmp/out" || fail "$name did not name ${bad##*:}: $(cat "$tmp/out")"
+done
+# auto-resumed without auto-resume-submit next to it refuses to start, and
+# says which program is missing.
+mkdir "$tmp/sbin"
+cp "$daemon" "$tmp/sbin/"
+rc=0
+"$tmp/sbin/$(basename "$daemon")" --config "$tmp/good.conf" >"$tmp/out" 2>&1 || rc=$?
+((rc == 1)) || fail "auto-resumed without its expand helper: exit status $rc: $(cat "$tmp/out")"
+grep -q "the expand helper $tmp/sbin/auto-resume-submit is missing" "$tmp/out" ||
+  fail "auto-resumed did not name the missing expand helper: $(cat "$tmp/out")"
 echo "ok"
