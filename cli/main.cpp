@@ -262,7 +262,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", as_json, "Print the controller's answer as JSON");
 
-  auto* check = app.add_subcommand("check-config", "Validate a controller configuration file");
+  auto* check = app.add_subcommand(
+      "check-config",
+      "Validate a controller configuration file: print its effective settings, and on stderr "
+      "the settings that contradict each other");
   std::string config_file;
   check->add_option("FILE", config_file, "Configuration file")->required();
   Commands commands;
@@ -272,7 +275,10 @@ int main(int argc, char** argv) {
 
   try {
     if (check->parsed()) {
-      fmt::print("{}", ar::render(ar::load_daemon_config(config_file)));
+      const auto config = ar::load_daemon_config(config_file);
+      fmt::print("{}", ar::render(config));
+      for (const auto& warning : ar::config_warnings(config))
+        line(stderr, fmt::format("auto-resume: {}: warning: {}", config_file, warning));
       return 0;
     }
     run({{ar::parse_endpoint("--controller", controller),

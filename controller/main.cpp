@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
   app.add_option("-c,--config", config_file, "Configuration file (Key=Value lines)")
       ->capture_default_str();
   app.add_flag("--check-config", check_only,
-               "Load the configuration, print the effective settings and exit");
+               "Load the configuration, print the effective settings (and on stderr the "
+               "settings that contradict each other) and exit");
   app.set_version_flag("-V,--version", std::string("auto-resumed ") + ar::kVersion);
   CLI11_PARSE(app, argc, argv);
 
@@ -39,10 +40,15 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "auto-resumed: {}\n", e.what());
     return 1;
   }
+  // Settings that contradict each other: said, not refused (they can work).
+  const auto warnings = ar::config_warnings(config);
   if (check_only) {
     fmt::print("{}", ar::render(config));
+    for (const auto& warning : warnings)
+      fmt::print(stderr, "auto-resumed: {}: warning: {}\n", config_file, warning);
     return 0;
   }
+  for (const auto& warning : warnings) ar::log::warn("{}: {}", config_file, warning);
 
   try {
     // As root, expand helpers are submitted as the job's owner by this

@@ -1,7 +1,8 @@
 // The controller's configuration file (ar::parse_daemon_config). Bad input
 // must be refused with a ConfigError, nothing else; a configuration
 // accepted must be rendered (`auto-resumed --check-config`) as a file that
-// parses back to the same configuration.
+// parses back to the same configuration, and its warnings
+// (ar::config_warnings) can be computed.
 
 #include "autoresume/daemon_config.hpp"
 
@@ -15,6 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const ar::ConfigError&) {
     return 0;
   }
+  ar::config_warnings(config);
   const auto once = ar::render(config);
   std::string twice;
   try {

@@ -10,10 +10,24 @@
 #include <sstream>
 
 #include "autoresume/keyvalue.hpp"
+#include "autoresume/plugin_config.hpp"
 
 namespace ar {
 
 namespace {
+
+// "1.5" for 1500 ms, "3" for 3000 ms: what parse_seconds reads back.
+std::string seconds_text(std::chrono::milliseconds ms) {
+  const auto whole = ms.count() / 1000;
+  const auto frac = ms.count() % 1000;
+  if (frac == 0) return std::to_string(whole);
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%lld.%03lld", static_cast<long long>(whole),
+                static_cast<long long>(frac));
+  std::string text(buffer);
+  while (text.back() == '0') text.pop_back();
+  return text;
+}
 
 ProviderKind parse_provider(std::string_view value) {
   if (value == "local") return ProviderKind::local;
@@ -219,21 +233,6 @@ DaemonConfig load_daemon_config(const std::filesystem::path& file) {
   return parse_daemon_config(read_config_file(file), file.string());
 }
 
-namespace {
-// "1.5" for 1500 ms, "3" for 3000 ms: what parse_seconds reads back.
-std::string seconds_text(std::chrono::milliseconds ms) {
-  const auto whole = ms.count() / 1000;
-  const auto frac = ms.count() % 1000;
-  if (frac == 0) return std::to_string(whole);
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%lld.%03lld", static_cast<long long>(whole),
-                static_cast<long long>(frac));
-  std::string text(buffer);
-  while (text.back() == '0') text.pop_back();
-  return text;
-}
-}  // namespace
-
 std::string render(const DaemonConfig& config) {
   std::ostringstream out;
   out << "listen=" << config.listen.str() << "\n"
@@ -275,6 +274,57 @@ std::string render(const DaemonConfig& config) {
     out << "\n";
   }
   return out.str();
+}
+
+bool can_replace(const DaemonConfig& config) {
+  switch (config.provider) {
+    case ProviderKind::local:
+      return !config.local_restart_command.empty();
+    case ProviderKind::command:
+      return !config.provider_command.empty();
+    case ProviderKind::spares:
+      return !config.provider_command.empty() || !config.local_restart_command.empty();
+  }
+  return false;
+}
+
+std::chrono::milliseconds replacement_wait(const DaemonConfig& config) {
+  return config.provider_timeout + config.register_timeout + DaemonConfig::kJoinAllowance;
+}
+
+std::chrono::milliseconds verdict_wait(const DaemonConfig& config) {
+  return config.end_window + config.repair_timeout + DaemonConfig::kMaxBackoff;
+}
+
+std::vector<std::string> config_warnings(const DaemonConfig& config) {
+  std::vector<std::string> warnings;
+  // Without a command the provider replaces nothing: a repair waits only
+  // for an idle node (or a spare), never for a replacement.
+  if (can_replace(config) && config.repair_timeout < replacement_wait(config)) {
+    const auto limit = seconds_text(config.repair_timeout);
+    const auto wait = seconds_text(replacement_wait(config));
+    warnings.push_back(
+        "repair_timeout=" + limit + " s is shorter than provider_timeout + register_timeout + " +
+        std::to_string(DaemonConfig::kJoinAllowance.count()) + " s (the node joining the job) = " +
+        wait + " s: with no " + (config.provider == ProviderKind::spares ? "spare and no " : "") +
+        "idle node in the job's partition, a step waits for its failed node to be replaced and is "
+        "given up (srun exits 75) after " +
+        limit + " s, while the replacement may take up to " + wait +
+        " s; raise repair_timeout to " + wait +
+        " or more, or lower provider_timeout or register_timeout to what a replacement takes");
+  }
+  const auto srun_default = PluginConfig{}.verdict_timeout;
+  if (verdict_wait(config) > srun_default) {
+    const auto wait = seconds_text(verdict_wait(config));
+    warnings.push_back(
+        "srun may wait end_window + repair_timeout + " +
+        std::to_string(DaemonConfig::kMaxBackoff.count()) + " s (the longest backoff) = " + wait +
+        " s for a verdict, more than the plugin's default verdict_timeout=" +
+        seconds_text(srun_default) + " s: unless the plugstack line sets verdict_timeout=" + wait +
+        " or more, srun stops waiting first, cancels the repair and keeps the step's "
+        "status; or lower repair_timeout or end_window");
+  }
+  return warnings;
 }
 
 }  // namespace ar

@@ -29,18 +29,6 @@ std::string run_restart_command(CommandRunner& runner, const std::vector<std::st
   return how + "; output: " + tail(result.output);
 }
 
-bool can_replace(const DaemonConfig& config) {
-  switch (config.provider) {
-    case ProviderKind::local:
-      return !config.local_restart_command.empty();
-    case ProviderKind::command:
-      return !config.provider_command.empty();
-    case ProviderKind::spares:
-      return !config.provider_command.empty() || !config.local_restart_command.empty();
-  }
-  return false;
-}
-
 std::string replace_node(const DaemonConfig& config, CommandRunner& runner,
                          const std::string& node) {
   switch (config.provider) {

@@ -27,7 +27,4 @@ std::string run_restart_command(CommandRunner& runner, const std::vector<std::st
 std::string replace_node(const DaemonConfig& config, CommandRunner& runner,
                          const std::string& node);
 
-// Whether the configured provider can replace nodes at all.
-bool can_replace(const DaemonConfig& config);
-
 }  // namespace ar

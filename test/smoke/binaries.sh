@@ -56,6 +56,21 @@ same_keys() {
   same_keys "auto-resumed --check-config (provider=local alone)" "$tmp/settings-unset"
 "$cli" check-config "$tmp/minimal.conf" |
   same_keys "auto-resume check-config (provider=local alone)" "$tmp/settings-unset"
+# The defaults contradict nothing: no warning for a file that leaves them.
+for cmd in "$daemon --config $tmp/full.conf --check-config" "$cli check-config $tmp/full.conf"; do
+  $cmd 2>"$tmp/err" >/dev/null || fail "$cmd failed: $(cat "$tmp/err")"
+  [[ ! -s $tmp/err ]] || fail "$cmd warned about the default settings: $(cat "$tmp/err")"
+done
+# Settings that contradict each other are said on stderr, naming the file;
+# the effective settings are still printed and the check passes.
+printf 'provider=command\nprovider_command=/usr/local/sbin/replace-node\nrepair_timeout=300\n' \
+  >"$tmp/short.conf"
+for cmd in "$daemon --config $tmp/short.conf --check-config" "$cli check-config $tmp/short.conf"; do
+  $cmd 2>"$tmp/err" >"$tmp/out" || fail "$cmd refused a config that works: $(cat "$tmp/err")"
+  grep -qx "repair_timeout=300" "$tmp/out" || fail "$cmd did not print the effective config"
+  grep -q "short.conf: warning: repair_timeout=300 s is shorter than provider_timeout + register_timeout" \
+    "$tmp/err" || fail "$cmd did not warn about repair_timeout: $(cat "$tmp/err")"
+done
 # The keys the parser knows (listed when a key is unknown) are the same.
 printf 'provider=local\nno_such_key=1\n' >"$tmp/unknown.conf"
 if "$cli" check-config "$tmp/unknown.conf" >"$tmp/out" 2>&1; then fail "auto-resume accepted an unknown key"; fi

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "autoresume/keyvalue.hpp"
+#include "autoresume/plugin_config.hpp"
 
 using Catch::Matchers::Contains;
 
@@ -80,7 +81,7 @@ TEST_CASE("resume settings parse, with their defaults and limits", "[daemon_conf
   CHECK(defaults.probe_interval == 1s);
   CHECK(defaults.probe_failures == 3);
   CHECK(defaults.end_window == 3s);
-  CHECK(defaults.repair_timeout == 300s);
+  CHECK(defaults.repair_timeout == 1800s);
   CHECK(defaults.min_time_left == 120s);
   CHECK(defaults.local_restart_command.empty());
 
@@ -206,6 +207,75 @@ TEST_CASE("bad provider and heartbeat settings name the value", "[daemon_config]
   fails("provider=local\nprovider_retries=0\n", "f.conf:2: invalid value '0' for provider_retries");
   fails("provider=local\nheartbeat_timeout=-3\n", "invalid value '-3' for heartbeat_timeout");
   fails("provider=local\nheartbeat_max_silent_percent=101\n", "heartbeat_max_silent_percent");
+}
+
+// The config files of the three providers, each with the command it needs
+// (and `more` lines), so that a step's repair can wait for a replacement.
+namespace {
+std::vector<std::string> warnings_of(const std::string& text) {
+  return ar::config_warnings(ar::parse_daemon_config(text, "f.conf"));
+}
+const std::string kCommand = "provider=command\nprovider_command=/opt/site/replace-node\n";
+const std::string kSpares = "provider=spares\nprovider_command=/opt/site/replace-node\n";
+const std::string kLocal = "provider=local\nlocal_restart_command=/opt/restart {node}\n";
+}  // namespace
+
+TEST_CASE("the default settings leave a repair time for one whole replacement, and srun for it",
+          "[daemon_config][config_warnings]") {
+  const ar::DaemonConfig defaults;
+  // With no idle node a repair waits for the provider: one call, the new
+  // instance's registration and the node joining the job fit in it.
+  CHECK(defaults.repair_timeout >=
+        defaults.provider_timeout + defaults.register_timeout + ar::DaemonConfig::kJoinAllowance);
+  // srun waits (verdict_timeout) for as long as the controller may take.
+  CHECK(ar::PluginConfig{}.verdict_timeout >=
+        defaults.end_window + defaults.repair_timeout + ar::DaemonConfig::kMaxBackoff);
+  for (const auto& text : {kCommand, kSpares, kLocal, std::string("provider=local\n"),
+                           std::string("provider=spares\n")}) {
+    INFO(text);
+    CHECK(warnings_of(text).empty());
+  }
+}
+
+TEST_CASE("a repair_timeout shorter than a replacement is warned about, per provider",
+          "[daemon_config][config_warnings]") {
+  const auto short_repair = "repair_timeout=300\n";
+  const auto expected =
+      "repair_timeout=300 s is shorter than provider_timeout + register_timeout + 60 s (the node "
+      "joining the job) = 1560 s: with no idle node in the job's partition, a step waits for its "
+      "failed node to be replaced and is given up (srun exits 75) after 300 s, while the "
+      "replacement may take up to 1560 s; raise repair_timeout to 1560 or more, or lower "
+      "provider_timeout or register_timeout to what a replacement takes";
+  CHECK(warnings_of(kCommand + short_repair) == std::vector<std::string>{expected});
+  CHECK(warnings_of(kLocal + short_repair) == std::vector<std::string>{expected});
+  // spares: a spare is taken at once; only with the pool empty does a step wait.
+  const auto spares = warnings_of(kSpares + short_repair);
+  REQUIRE(spares.size() == 1);
+  CHECK_THAT(spares[0], Contains("1560 s: with no spare and no idle node in the job's partition"));
+  // Fitting provider settings, or a repair_timeout as long as the wait: none.
+  CHECK(
+      warnings_of(kCommand + short_repair + "provider_timeout=60\nregister_timeout=180\n").empty());
+  CHECK(warnings_of(kCommand + "repair_timeout=1560\n").empty());
+  CHECK(warnings_of(kCommand + "repair_timeout=1559.5\n").size() == 1);
+  // No command: nothing is replaced, a repair waits only for an idle node.
+  CHECK(warnings_of("provider=local\nrepair_timeout=1\n").empty());
+  CHECK(warnings_of("provider=spares\nrepair_timeout=1\n").empty());
+}
+
+TEST_CASE("a verdict that may take longer than srun's default verdict_timeout is warned about",
+          "[daemon_config][config_warnings]") {
+  const auto warnings = warnings_of(kCommand + "repair_timeout=3600\nend_window=1.5\n");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] ==
+        "srun may wait end_window + repair_timeout + 600 s (the longest backoff) = 4201.5 s for a "
+        "verdict, more than the plugin's default verdict_timeout=2700 s: unless the plugstack "
+        "line sets verdict_timeout=4201.5 or more, srun stops waiting first, cancels the repair "
+        "and keeps the step's status; or lower repair_timeout or end_window");
+  // The edge: 3 + 2097 + 600 s is the default verdict_timeout itself.
+  CHECK(warnings_of(kCommand + "repair_timeout=2097\n").empty());
+  CHECK(warnings_of(kCommand + "repair_timeout=2097.5\n").size() == 1);
+  // Both contradictions at once: each is said.
+  CHECK(warnings_of(kLocal + "repair_timeout=2400\nregister_timeout=3600\n").size() == 2);
 }
 
 TEST_CASE("heartbeat_bind: node lists with addresses or networks, rendered back",

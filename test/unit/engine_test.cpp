@@ -109,6 +109,7 @@ TEST_CASE(
     "flips it as the patience start is never stored)",
     "[engine]") {
   Rig rig;
+  rig.config.repair_timeout = 300s;
   rig.protect();
   rig.fault_with_pending_helper();
   rig.slurm.add_job(20, 2000, {"node5"});  // node5 went to another job meanwhile

@@ -15,7 +15,7 @@ TEST_CASE("plugstack arguments default sanely", "[plugin_config]") {
   CHECK(config.controller == ar::Endpoint{"127.0.0.1", ar::kDefaultPort});
   CHECK_FALSE(config.required);
   CHECK(config.connect_timeout == 2s);
-  CHECK(config.verdict_timeout == 600s);
+  CHECK(config.verdict_timeout == 2700s);
   CHECK(config.unreachable_timeout == 60s);
 }
 

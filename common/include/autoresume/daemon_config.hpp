@@ -58,8 +58,15 @@ struct DaemonConfig {
   // Slurm or a probe has seen it).
   std::chrono::milliseconds end_window{3'000};
   // The longest a repair (node out, replacement, expansion) may take before
-  // the step gets give_up.
-  std::chrono::milliseconds repair_timeout{300'000};
+  // the step gets give_up. With no idle node a repair waits for the
+  // provider's replacement: the default lets one whole try of it
+  // (provider_timeout + register_timeout + kJoinAllowance) finish
+  // (config_warnings, docs/resume.md).
+  std::chrono::milliseconds repair_timeout{1'800'000};
+  // What a replaced node that is back takes to join the job (its helper
+  // allocation, which the engine waits 30 s for before it chooses another
+  // node, and the merge), counted into a repair that waits for it.
+  static constexpr std::chrono::seconds kJoinAllowance{60};
   // Decided steps and events older than this are forgotten (checked hourly).
   std::chrono::milliseconds retention{30LL * 24 * 3600 * 1000};
   // A relaunch needs at least this much of the job's time limit left.
@@ -119,5 +126,26 @@ DaemonConfig load_daemon_config(const std::filesystem::path& file);
 
 // The effective configuration, in the file's own format.
 std::string render(const DaemonConfig& config);
+
+// Whether the configured provider can replace nodes at all: `local` with
+// local_restart_command, `command`, `spares` with either command.
+bool can_replace(const DaemonConfig& config);
+
+// The longest a repair's wait for a replaced node may take: one provider
+// call, the new instance's registration and kJoinAllowance.
+std::chrono::milliseconds replacement_wait(const DaemonConfig& config);
+
+// The longest srun may wait for a verdict: end_window + repair_timeout + the
+// longest backoff (kMaxBackoff), the controller's own deadline
+// (controller/resume/deadline.hpp). The plugstack line's verdict_timeout
+// must be at least this.
+std::chrono::milliseconds verdict_wait(const DaemonConfig& config);
+
+// Settings that parse but contradict each other, one sentence each naming
+// the values, what goes wrong and what to change: a repair given up before
+// the replacement it waits for can be back, or srun's default
+// verdict_timeout shorter than verdict_wait. The defaults give none.
+// parse_daemon_config refuses what cannot work; these can, if not as meant.
+std::vector<std::string> config_warnings(const DaemonConfig& config);
 
 }  // namespace ar

@@ -24,8 +24,9 @@ struct PluginConfig {
   std::string munge_socket;
   // How long srun waits for the controller's verdict after a protected step
   // ended (the controller answering `wait` all along) before it stops
-  // waiting. Above the controller's repair_timeout plus its backoff.
-  std::chrono::milliseconds verdict_timeout{600'000};
+  // waiting. At least the controller's verdict_wait (end_window +
+  // repair_timeout + the longest backoff: 2403 s with its defaults).
+  std::chrono::milliseconds verdict_timeout{2'700'000};
   // How long srun keeps asking, after the step ended, a controller that
   // does not answer (down, or accepting without answering) before it stops
   // waiting.
