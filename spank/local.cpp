@@ -162,7 +162,15 @@ proto::RegisterRequest describe_step(std::uint32_t job_id, std::uint32_t step_id
   return step;
 }
 
-void protect(const PluginConfig& config, const proto::RegisterRequest& step, bool own_master_port) {
+// The nodes the step runs on (srun's step layout), kept for a relaunch, or
+// 0 when Slurm cannot say.
+std::uint32_t step_nodes(spank_t sp) {
+  std::uint32_t nodes = 0;
+  return spank_get_item(sp, S_JOB_NNODES, &nodes) == ESPANK_SUCCESS ? nodes : 0;
+}
+
+void protect(const PluginConfig& config, const proto::RegisterRequest& step, bool own_master_port,
+             std::uint32_t nodes) {
   slurm_verbose("%s: step %u.%u is protected (run %s, attempt %u)", kTag, step.job_id, step.step_id,
                 step.run_id.c_str(), step.attempt);
   auto& protected_step = state().protected_step.emplace();
@@ -171,6 +179,7 @@ void protect(const PluginConfig& config, const proto::RegisterRequest& step, boo
   protected_step.run_id = step.run_id;
   protected_step.attempt = step.attempt;
   protected_step.argv = step.argv;
+  protected_step.nodes = nodes;
   protected_step.own_master_port = own_master_port;
   start_watcher(config, protected_step);
 }
@@ -211,7 +220,7 @@ int local_user_init(spank_t sp) {
                 "relaunched (run it inside sbatch or salloc)");
   if (!unprotected) {
     export_task_env(step, allocation);
-    protect(st.config, step, own_master_port);
+    protect(st.config, step, own_master_port, step_nodes(sp));
     return ESPANK_SUCCESS;
   }
   if (st.config.required) {

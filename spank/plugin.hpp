@@ -32,6 +32,7 @@ struct ProtectedStep {
   std::string run_id;
   std::uint32_t attempt = 0;
   std::vector<std::string> argv;  // srun's own, for a relaunch
+  std::uint32_t nodes = 0;        // the nodes the step runs on (0: Slurm did not say)
   bool own_master_port = false;   // MASTER_PORT was set by the plugin
 };
 

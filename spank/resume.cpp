@@ -126,12 +126,15 @@ void relaunch(const ProtectedStep& step, const std::optional<Answer::Relaunch>& 
   std::vector<char*> envp;
   for (const auto& entry : env_text) envp.push_back(const_cast<char*>(entry.c_str()));
   envp.push_back(nullptr);
-  const auto args = relaunch_argv(step.argv);
+  const auto args = relaunch_argv(step.argv, step.nodes);
   std::vector<char*> argv;
   for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   say("relaunching step %u.%u of run %s as attempt %u on %s", step.job_id, step.step_id,
       step.run_id.c_str(), step.attempt + 1, nodelist.c_str());
+  if (const auto dropped = dropped_node_options(step.argv); !dropped.empty())
+    say("the relaunch runs without %s: srun's node options name the earlier allocation",
+        join(dropped, " ").c_str());
   std::fflush(nullptr);
 
   // No signal meant for this srun may reach the next one.

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <utility>
 
+#include "autoresume/srun_args.hpp"
+
 namespace ar {
 
 namespace {
@@ -21,6 +23,17 @@ constexpr std::array<std::pair<Verdict, std::string_view>, 7> kVerdictNames{{
 
 constexpr std::string_view kAppendOption = "--open-mode=append";
 constexpr std::string_view kOverlapOption = "--overlap";
+
+// The options that name nodes of the allocation the step first ran on
+// (srun's long names).
+bool names_nodes(const SrunOption& option) {
+  return option.name == "nodelist" || option.name == "nodefile" || option.name == "exclude";
+}
+
+// Those, and the one that would truncate the output files.
+bool dropped_for_relaunch(const SrunOption& option) {
+  return names_nodes(option) || option.name == "open-mode";
+}
 
 }  // namespace
 
@@ -108,12 +121,33 @@ std::optional<RelaunchMarker> RelaunchMarker::decode(std::string_view text) {
   return marker;
 }
 
-std::vector<std::string> relaunch_argv(std::vector<std::string> argv) {
+std::vector<std::string> relaunch_argv(const std::vector<std::string>& argv,
+                                       std::uint32_t step_nodes) {
   if (argv.empty()) return argv;
-  for (const auto option : {kOverlapOption, kAppendOption})
-    if (std::find(argv.begin(), argv.end(), option) == argv.end())
-      argv.insert(argv.begin() + 1, std::string(option));
-  return argv;
+  const auto line = parse_srun_argv(argv);
+  const auto given = [&](std::string_view name) {
+    return std::any_of(line.options.begin(), line.options.end(),
+                       [&](const SrunOption& option) { return option.name == name; });
+  };
+  const bool node_options = std::any_of(line.options.begin(), line.options.end(), names_nodes);
+  const bool pin_nodes = node_options && !given("nodes") && step_nodes > 0;
+  auto kept = without_srun_options(argv, line, dropped_for_relaunch);
+  std::vector<std::string> ours{std::string(kAppendOption)};
+  if (!given("overlap")) ours.emplace_back(kOverlapOption);
+  if (pin_nodes) ours.push_back("--nodes=" + std::to_string(step_nodes));
+  kept.insert(kept.begin() + 1, ours.begin(), ours.end());
+  return kept;
+}
+
+std::vector<std::string> dropped_node_options(const std::vector<std::string>& argv) {
+  std::vector<std::string> dropped;
+  for (const auto& option : parse_srun_argv(argv).options) {
+    if (!names_nodes(option)) continue;
+    const auto value = option.value.value_or("");
+    dropped.push_back(option.letter != 0 ? std::string("-") + option.letter + " " + value
+                                         : "--" + option.name + "=" + value);
+  }
+  return dropped;
 }
 
 }  // namespace ar

@@ -6,7 +6,10 @@
 # replaces it with the idle node5, so the relaunch's first node and master
 # address change: the training must rendezvous at the new master
 # (MASTER_ADDR is the live first node's NodeAddr) and resume from its last
-# checkpoint, and salloc's srun ends with the training's own status.
+# checkpoint, and salloc's srun ends with the training's own status. The
+# srun names its nodes (-w 'node[1-4]', the dead node1 among them): the
+# relaunch drops that list, which Slurm would refuse, and keeps the step's
+# 4 nodes.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -20,7 +23,7 @@ ckpt=$WORK/checkpoints
 entry=$AR_SOURCE_DIR/examples/train_auto_resume.sh
 
 TMPDIR=$WORK/tmp salloc -N4 -w 'node[1-4]' --exclusive \
-  srun --auto-resume=1 --ntasks-per-node=1 "$entry" \
+  srun --auto-resume=1 -w 'node[1-4]' --ntasks-per-node=1 "$entry" \
   --steps 40 --checkpoint-every 2 --step-seconds 0.25 --checkpoint-dir "$ckpt" >salloc.out 2>&1 &
 salloc_pid=$!
 # shellcheck disable=SC2016 # expanded when the test ends
@@ -38,6 +41,7 @@ note "node1 killed; training finished $((SECONDS - killed)) s later"
 cat salloc.out
 assert_eq "$rc" 0 "salloc's exit status (its srun's)"
 assert_contains salloc.out "relaunching step [0-9]+\.0 of run [0-9]+\.0-[0-9a-f]{8} as attempt 1 on node\[2-5\]" "srun's stderr"
+assert_contains salloc.out "the relaunch runs without -w node\[1-4\]: srun's node options name the earlier allocation" "srun's stderr"
 assert_contains salloc.out "^world size 4, master 127\.0\.0\.11:[0-9]+, attempt 0, nodes node1,node2,node3,node4$" "attempt 0's rendezvous"
 assert_contains salloc.out "^world size 4, master 127\.0\.0\.12:[0-9]+, attempt 1, nodes node2,node3,node4,node5$" "attempt 1's rendezvous at the new first node"
 assert_contains salloc.out "^resumed from step ([2-9]|[1-9][0-9])$" "attempt 1 resuming from a checkpoint"

@@ -106,11 +106,73 @@ TEST_CASE("the relaunch marker round-trips and refuses garbage", "[resume]") {
 
 TEST_CASE("a relaunch appends to output files and overlaps the killed step, once", "[resume]") {
   using V = std::vector<std::string>;
-  CHECK(ar::relaunch_argv({"srun", "-o", "out", "train.sh"}) ==
+  CHECK(ar::relaunch_argv({"srun", "-o", "out", "train.sh"}, 4) ==
         V{"srun", "--open-mode=append", "--overlap", "-o", "out", "train.sh"});
   const V again{"srun", "--open-mode=append", "--overlap", "x"};
-  CHECK(ar::relaunch_argv(again) == again);
-  CHECK(ar::relaunch_argv({}).empty());
+  CHECK(ar::relaunch_argv(again, 4) == again);
+  CHECK(ar::relaunch_argv({}, 4).empty());
+  // The user's own mode would truncate the earlier attempts' output.
+  CHECK(ar::relaunch_argv({"srun", "--open-mode=truncate", "-lo", "out", "x"}, 4) ==
+        V{"srun", "--open-mode=append", "--overlap", "-lo", "out", "x"});
+  // The program's own --overlap is its argument, not srun's option.
+  CHECK(ar::relaunch_argv({"srun", "python", "t.py", "--overlap"}, 4) ==
+        V{"srun", "--open-mode=append", "--overlap", "python", "t.py", "--overlap"});
+}
+
+TEST_CASE("a relaunch drops the node options that name the old allocation", "[resume]") {
+  using V = std::vector<std::string>;
+  const V ours{"srun", "--open-mode=append", "--overlap", "--nodes=2"};
+  for (const auto& form :
+       {V{"-w", "node[1-2]"}, V{"-wnode1,node2"}, V{"--nodelist", "node1,node2"},
+        V{"--nodelist=node[1-2]"}, V{"-F", "hosts"}, V{"--nodefile=hosts"}, V{"-x", "node3"},
+        V{"--exclude", "node[3-4]"}, V{"-w", "node1", "-x", "node3"}}) {
+    V argv{"srun"};
+    argv.insert(argv.end(), form.begin(), form.end());
+    argv.insert(argv.end(), {"python", "train.py"});
+    CAPTURE(argv);
+    auto want = ours;
+    want.insert(want.end(), {"python", "train.py"});
+    CHECK(ar::relaunch_argv(argv, 2) == want);
+  }
+  // Of a shared word, only -w goes.
+  CHECK(ar::relaunch_argv({"srun", "-lw", "node[1-2]", "x"}, 2) ==
+        V{"srun", "--open-mode=append", "--overlap", "--nodes=2", "-l", "x"});
+  // Relaunched again: as the first relaunch.
+  const V relaunched{"srun", "--open-mode=append", "--overlap", "--nodes=2", "-l", "x"};
+  CHECK(ar::relaunch_argv(relaunched, 2) == relaunched);
+}
+
+TEST_CASE("the dropped node options are named for srun's message", "[resume]") {
+  using V = std::vector<std::string>;
+  CHECK(ar::dropped_node_options({"srun", "-lw", "node[1-2]", "--nodel", "n3", "--exclude=n4",
+                                  "-Fhosts", "-N2", "x", "-w", "n5"}) ==
+        V{"-w node[1-2]", "--nodelist=n3", "--exclude=n4", "-F hosts"});
+  CHECK(ar::dropped_node_options({"srun", "-N2", "x", "-w", "n5"}).empty());
+  CHECK(ar::dropped_node_options({}).empty());
+}
+
+TEST_CASE("a relaunch keeps -N and -n, which the repair keeps true", "[resume]") {
+  using V = std::vector<std::string>;
+  CHECK(ar::relaunch_argv({"srun", "-N4", "-n", "8", "python", "train.py"}, 4) ==
+        V{"srun", "--open-mode=append", "--overlap", "-N4", "-n", "8", "python", "train.py"});
+  // With -N the step's size is the user's: no --nodes of ours.
+  CHECK(ar::relaunch_argv({"srun", "--nodes", "3", "-w", "node1", "x"}, 3) ==
+        V{"srun", "--open-mode=append", "--overlap", "--nodes", "3", "x"});
+  // Slurm did not say how many nodes the step had: -w still goes.
+  CHECK(ar::relaunch_argv({"srun", "-w", "node1", "x"}, 0) ==
+        V{"srun", "--open-mode=append", "--overlap", "x"});
+}
+
+TEST_CASE("a relaunch never touches the program's arguments", "[resume]") {
+  using V = std::vector<std::string>;
+  const V program{"python", "train.py", "-w", "3", "-N", "2", "--nodelist=node2", "-x", "y"};
+  V argv{"srun", "-N4", "-J", "-w"};
+  argv.insert(argv.end(), program.begin(), program.end());
+  V want{"srun", "--open-mode=append", "--overlap", "-N4", "-J", "-w"};
+  want.insert(want.end(), program.begin(), program.end());
+  CHECK(ar::relaunch_argv(argv, 4) == want);
+  CHECK(ar::relaunch_argv({"srun", "-w", "node2", "--", "-w", "node2"}, 1) ==
+        V{"srun", "--open-mode=append", "--overlap", "--nodes=1", "--", "-w", "node2"});
 }
 
 TEST_CASE("many nodes silent at once are the controller's problem, a few are theirs", "[resume]") {

@@ -84,6 +84,22 @@ struct RelaunchMarker {
 // when a step's first node dies, Slurm 22.05 keeps the killed step's record
 // (and its CPUs) on the surviving nodes for minutes, as their completion
 // messages are routed through the dead node.
-std::vector<std::string> relaunch_argv(std::vector<std::string> argv);
+//
+// The relaunch runs on the repaired allocation, which srun is handed in
+// SLURM_JOB_NODELIST and SLURM_JOB_NUM_NODES; srun's node options would
+// override it. So -w/--nodelist, -F/--nodefile and -x/--exclude are
+// dropped (they name the old allocation's nodes: a failed one, or one that
+// may be its replacement), and --nodes=`step_nodes` (the nodes the step ran
+// on; 0: unknown) takes their place unless -N/--nodes was given, so that
+// the step keeps its size and does not spread over the whole allocation.
+// -N and -n stay as given: the repair gives the job back as many nodes as
+// it had. Only srun's own options are read (parse_srun_argv), never the
+// program's arguments.
+std::vector<std::string> relaunch_argv(const std::vector<std::string>& argv,
+                                       std::uint32_t step_nodes);
+
+// The node options relaunch_argv drops from `argv`, each as one word for a
+// message ("-w node[1-2]", "--exclude=node3"); none when there are none.
+std::vector<std::string> dropped_node_options(const std::vector<std::string>& argv);
 
 }  // namespace ar
