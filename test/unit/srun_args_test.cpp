@@ -47,7 +47,7 @@ TEST_CASE("a value that looks like an option is the option's value", "[srun_args
   CHECK(parsed({"srun", "-w"}) == std::pair{V{"nodelist"}, V{}});
 }
 
-TEST_CASE("-- ends srun's options", "[srun_args]") {
+TEST_CASE("a word -- ends srun's options", "[srun_args]") {
   CHECK(parsed({"srun", "-N2", "--", "-w", "n1", "prog"}) ==
         std::pair{V{"nodes=2"}, V{"--", "-w", "n1", "prog"}});
 }
