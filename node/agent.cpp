@@ -13,7 +13,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/core.h>
-#include <netdb.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -192,12 +191,11 @@ std::string source_address(const Options& options) {
   if (!found)
     throw std::runtime_error("NodeAddr " + address + " of " + options.node +
                              " does not resolve: " + error);
-  char text[NI_MAXHOST];
-  if (getnameinfo(found->ai_addr, found->ai_addrlen, text, sizeof text, nullptr, 0,
-                  NI_NUMERICHOST) != 0)
+  auto numeric = ar::net::numeric_host(*found);
+  if (numeric.empty())
     throw std::runtime_error("NodeAddr " + address + " of " + options.node +
                              " has no numeric address");
-  return text;
+  return numeric;
 }
 
 // Sends a heartbeat every interval until one of `stop_signals` (blocked)

@@ -65,6 +65,14 @@ void Fd::reset(int fd) {
   fd_ = fd;
 }
 
+std::string numeric_host(const addrinfo& address) {
+  char text[NI_MAXHOST];
+  if (getnameinfo(address.ai_addr, address.ai_addrlen, text, sizeof text, nullptr, 0,
+                  NI_NUMERICHOST) != 0)
+    return {};
+  return text;
+}
+
 Addresses resolve(const std::string& host, std::uint16_t port, std::string& error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

@@ -1,7 +1,5 @@
 #include "nodes/origin.hpp"
 
-#include <netdb.h>
-
 #include <algorithm>
 #include <stdexcept>
 
@@ -60,10 +58,8 @@ std::vector<Address> resolve(const std::string& name, std::chrono::milliseconds 
   const auto found = net::resolve_by(name, 0, net::Clock::now() + timeout, error);
   std::vector<Address> out;
   for (const addrinfo* a = found.get(); a != nullptr; a = a->ai_next) {
-    char text[NI_MAXHOST];
-    if (getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0)
-      continue;
-    if (const auto address = parse(text); address && std::ranges::find(out, *address) == out.end())
+    if (const auto address = parse(net::numeric_host(*a));
+        address && std::ranges::find(out, *address) == out.end())
       out.push_back(*address);
   }
   if (out.empty() && error.empty()) error = "no address";

@@ -57,6 +57,9 @@ using Addresses = std::unique_ptr<addrinfo, AddressesDeleter>;
 // getaddrinfo's message, when it does not resolve.
 Addresses resolve(const std::string& host, std::uint16_t port, std::string& error);
 
+// `address` as numeric text ("10.1.0.5", "fd00::7"); empty when it has none.
+std::string numeric_host(const addrinfo& address);
+
 // How a name is looked up: getaddrinfo's signature (tests pass a fake).
 using Lookup = std::function<int(const char* host, const char* service, const addrinfo* hints,
                                  addrinfo** found)>;
