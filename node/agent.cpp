@@ -1,7 +1,10 @@
 // auto-resume-agent: the node agent. Sends this node's heartbeat to
 // auto-resumed every --interval seconds over the plugin's authenticated
 // transport (munge, as root), so that a hung node is found in seconds rather
-// than after Slurm's SlurmdTimeout. Heartbeats go from the node's NodeAddr
+// than after Slurm's SlurmdTimeout. A heartbeat's reply may name other nodes
+// the controller cannot reach: the agent probes their slurmd from here and
+// says what it found (a second vantage point, before the controller takes a
+// node for dead). Heartbeats go from the node's NodeAddr
 // (or --source): the controller takes them only from the node's address. On SIGTERM or SIGINT it
 // says goodbye, and the controller stops watching the node until it is heard again.
 //
@@ -37,6 +40,7 @@
 #include "autoresume/health.hpp"
 #include "autoresume/health_dcgm.hpp"
 #include "autoresume/keyvalue.hpp"
+#include "autoresume/probe.hpp"
 #include "autoresume/process.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/version.hpp"
@@ -215,7 +219,25 @@ int send_heartbeats(const Options& options, const ar::Endpoint& endpoint,
       client.emplace(ar::ClientOptions{endpoint, timeout, options.munge_socket,
                                        options.controller_uid, source});
     }
-    client->send(ar::proto::HeartbeatRequest{options.node, stopping});
+    auto reply = client->send(ar::proto::HeartbeatRequest{options.node, stopping, {}});
+    // Cross-checks: the nodes the controller cannot reach are probed from
+    // here, and what was found goes back at once (a few rounds at most).
+    for (int round = 0; round < 3 && !stopping && !reply.probe.empty(); ++round) {
+      ar::proto::HeartbeatRequest found{options.node, false, {}};
+      for (const bool deep : {false, true}) {
+        std::vector<ar::ProbeTarget> targets;
+        std::vector<std::string> names;
+        for (const auto& p : reply.probe)
+          if (p.deep == deep) {
+            targets.push_back({p.address, p.port});
+            names.push_back(p.node);
+          }
+        const auto results = ar::probe_all(targets, std::chrono::milliseconds{1000},
+                                           deep ? ar::ProbeDepth::deep : ar::ProbeDepth::connect);
+        for (std::size_t i = 0; i < targets.size(); ++i) found.peers[names[i]] = results[i];
+      }
+      reply = client->send(found);
+    }
   };
   std::string last_error;
   for (;;) {

@@ -39,7 +39,8 @@ ProviderKind parse_provider(std::string_view value) {
 
 constexpr std::string_view kKnownKeys =
     "listen, state_dir, provider, max_attempts, munge_socket, backoff, probe_interval, "
-    "probe_failures, end_window, repair_timeout, min_time_left, local_restart_command, "
+    "probe_failures, probe_max_silent_percent, end_window, repair_timeout, min_time_left, "
+    "local_restart_command, "
     "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
     "heartbeat_max_silent_percent, heartbeat_bind, spares, register_timeout, retention, "
     "auth_timeout, "
@@ -147,6 +148,8 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
     config.probe_interval = parse_seconds(key, value, std::chrono::seconds{60});
   } else if (key == "probe_failures") {
     config.probe_failures = static_cast<unsigned>(parse_uint(key, value, 0, 100));
+  } else if (key == "probe_max_silent_percent") {
+    config.probe_max_silent_percent = static_cast<unsigned>(parse_uint(key, value, 1, 100));
   } else if (key == "end_window") {
     config.end_window = parse_seconds(key, value, std::chrono::seconds{600});
   } else if (key == "retention") {
@@ -242,6 +245,7 @@ std::string render(const DaemonConfig& config) {
       << "backoff=" << seconds_text(config.backoff) << "\n"
       << "probe_interval=" << seconds_text(config.probe_interval) << "\n"
       << "probe_failures=" << config.probe_failures << "\n"
+      << "probe_max_silent_percent=" << config.probe_max_silent_percent << "\n"
       << "end_window=" << seconds_text(config.end_window) << "\n"
       << "repair_timeout=" << seconds_text(config.repair_timeout) << "\n"
       << "retention=" << seconds_text(config.retention) << "\n"

@@ -447,18 +447,67 @@ CancelReply CancelReply::from_json(const json& result) {
 json HeartbeatRequest::to_json() const {
   json body{{"node", node}};
   if (stopping) body["stopping"] = true;
+  if (!peers.empty()) {
+    body["peers"] = json::object();
+    for (const auto& [name, result] : peers) body["peers"][name] = std::string(to_string(result));
+  }
   return body;
 }
 
 HeartbeatRequest HeartbeatRequest::from_json(const json& body) {
-  return {get_node_name(body, "node"), get_bool(body, "stopping", false)};
+  HeartbeatRequest request{get_node_name(body, "node"), get_bool(body, "stopping", false), {}};
+  if (!body.contains("peers")) return request;
+  const auto& peers = body["peers"];
+  if (!peers.is_object()) bad("'peers' must be an object of node names and probe results");
+  if (peers.size() > kMaxPeerProbes)
+    bad("'peers' has more than " + std::to_string(kMaxPeerProbes) + " nodes");
+  for (const auto& [name, value] : peers.items()) {
+    const auto node = get_node_name(json{{"peers", name}}, "peers");
+    const auto text = get_string(peers, name.c_str(), 16);
+    const auto result = parse_probe_result(text);
+    if (!result)
+      bad("'peers': the result for " + node + " is '" + text +
+          "' (known: answered, silent, unknown)");
+    request.peers[node] = *result;
+  }
+  return request;
 }
 
-json HeartbeatReply::to_json() const { return json::object(); }
+json HeartbeatReply::to_json() const {
+  json result = json::object();
+  if (probe.empty()) return result;
+  result["probe"] = json::array();
+  for (const auto& p : probe) {
+    json item{{"node", p.node}, {"address", p.address}, {"port", p.port}};
+    if (p.deep) item["deep"] = true;
+    result["probe"].push_back(std::move(item));
+  }
+  return result;
+}
 
 HeartbeatReply HeartbeatReply::from_json(const json& result) {
   result_object(result);
-  return {};
+  HeartbeatReply reply;
+  if (!result.contains("probe")) return reply;
+  const auto& list = result["probe"];
+  if (!list.is_array()) bad("'probe' must be an array");
+  if (list.size() > kMaxPeerProbes)
+    bad("'probe' has more than " + std::to_string(kMaxPeerProbes) + " nodes");
+  for (const auto& item : list) {
+    if (!item.is_object()) bad("'probe' must be an array of objects");
+    PeerProbe p{get_node_name(item, "node"), get_string(item, "address", 255), 0,
+                get_bool(item, "deep", false)};
+    if (p.address.empty() || !std::ranges::all_of(p.address, [](unsigned char c) {
+          return std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == ':';
+        }))
+      bad("'probe': '" + p.address + "' is not a host name or numeric address");
+    const auto port = get_u32(item, "port");
+    if (port == 0 || port > 65535)
+      bad("'probe': port " + std::to_string(port) + " of " + p.node + " is not 1-65535");
+    p.port = static_cast<std::uint16_t>(port);
+    reply.probe.push_back(std::move(p));
+  }
+  return reply;
 }
 
 // replace

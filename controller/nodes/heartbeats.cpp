@@ -167,6 +167,14 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
   };
   std::erase_if(late_said_, [&](const std::string& n) { return !is_silent(n); });
   std::erase_if(probed_, [&](const auto& entry) { return !is_silent(entry.first); });
+  for (auto it = cross_checking_.begin(); it != cross_checking_.end();) {
+    if (is_silent(it->first)) {
+      ++it;
+      continue;
+    }
+    forget_peers(it->first, PeerAsker::heartbeats);  // heard again, or out already
+    it = cross_checking_.erase(it);
+  }
   if (silent_crowd(late.size(), heard, config_.heartbeat_max_silent_percent)) {
     if (!crowd_said_) {
       crowd_said_ = true;
@@ -187,9 +195,12 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
   std::erase_if(silent, [&](const std::string& node) {
     const auto it = probed_.find(node);
     return (it != probed_.end() && now - it->second < config_.heartbeat_timeout) ||
-           store_.node_repair(node);
+           cross_checking_.contains(node) || store_.node_repair(node);
   });
-  if (!silent.empty()) mark_silent(std::move(silent), nodes);
+  if (!silent.empty())
+    mark_silent(std::move(silent), nodes);
+  else
+    settle_cross_checks();
 }
 
 void NodeKeeper::mark_silent(std::vector<std::string> silent, const NodeMap& nodes) {
@@ -199,7 +210,7 @@ void NodeKeeper::mark_silent(std::vector<std::string> silent, const NodeMap& nod
     targets.push_back({info.address, info.port});
     probed_[node] = clock_.now();
   }
-  const auto answered = prober_.probe(targets, milliseconds{1000}, ProbeDepth::deep);
+  const auto results = prober_.probe(targets, milliseconds{1000}, ProbeDepth::deep);
   for (std::size_t i = 0; i < silent.size(); ++i) {
     const auto& node = silent[i];
     double age = 0;
@@ -210,8 +221,9 @@ void NodeKeeper::mark_silent(std::vector<std::string> silent, const NodeMap& nod
       age = as_seconds(clock_.now() - it->second);
     }
     if (age * 1000 <= static_cast<double>(config_.heartbeat_timeout.count()))
-      continue;  // heard again during the probe
-    if (answered.at(i)) {
+      continue;                                           // heard again during the probe
+    if (results.at(i) == ProbeResult::unknown) continue;  // the prober's own failure
+    if (results.at(i) == ProbeResult::answered) {
       if (late_said_.insert(node).second)
         store_.add_node_event(
             node, {EventKind::heartbeat_late,
@@ -220,23 +232,56 @@ void NodeKeeper::mark_silent(std::vector<std::string> silent, const NodeMap& nod
                                node, age)});
       continue;
     }
-    const auto reason = fmt::format(
-        "Action:Replace heartbeat: no heartbeat for {:.0f} s and slurmd does not answer", age);
-    try {
-      slurm_.set_node_fail(node, reason);
-    } catch (const std::exception& e) {
-      log::warn("{}: cannot mark it FAIL ({}): {}", node, reason, e.what());
-      continue;  // tried again at a later look
-    }
-    {
-      std::lock_guard lock(mutex_);
-      heard_.erase(node);  // watched again once its agent is heard again
-    }
-    probed_.erase(node);
-    const auto detail = fmt::format("{} marked FAIL: {}", node, reason);
-    log::audit({0, "heartbeat", ""}, name_of(EventKind::marked), detail);
-    store_.add_node_event(node, {EventKind::marked, detail});
+    // Silent both ways, as seen from here: other nodes' agents look too.
+    ask_peers(node, {targets[i], {}, ProbeDepth::deep}, PeerAsker::heartbeats);
+    cross_checking_[node] = age;
   }
+  settle_cross_checks();
+}
+
+void NodeKeeper::settle_cross_checks() {
+  for (auto it = cross_checking_.begin(); it != cross_checking_.end();) {
+    const auto& [node, age] = *it;
+    const auto check = cross_checked(node);
+    if (check.view == PeerView::pending) {
+      ++it;
+      continue;
+    }
+    if (check.view == PeerView::disputed) {
+      if (late_said_.insert(node).second)
+        store_.add_node_event(
+            node, {EventKind::heartbeat_late,
+                   fmt::format("no heartbeat from {} for {:.0f} s and the controller cannot reach "
+                               "its slurmd, but {}: not marked (the controller's route to it is "
+                               "the likelier fault)",
+                               node, age, check.detail)});
+    } else if (!mark_unheard(node, age, check.detail)) {
+      ++it;  // tried again at the next look
+      continue;
+    }
+    forget_peers(node, PeerAsker::heartbeats);
+    it = cross_checking_.erase(it);
+  }
+}
+
+bool NodeKeeper::mark_unheard(const std::string& node, double age, const std::string& checked) {
+  const auto reason = fmt::format(
+      "Action:Replace heartbeat: no heartbeat for {:.0f} s and slurmd does not answer", age);
+  try {
+    slurm_.set_node_fail(node, reason);
+  } catch (const std::exception& e) {
+    log::warn("{}: cannot mark it FAIL ({}): {}", node, reason, e.what());
+    return false;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    heard_.erase(node);  // watched again once its agent is heard again
+  }
+  probed_.erase(node);
+  const auto detail = fmt::format("{} marked FAIL: {} ({})", node, reason, checked);
+  log::audit({0, "heartbeat", ""}, name_of(EventKind::marked), detail);
+  store_.add_node_event(node, {EventKind::marked, detail});
+  return true;
 }
 
 }  // namespace ar

@@ -37,6 +37,7 @@
 #include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/process.hpp"
+#include "autoresume/protocol.hpp"
 #include "log.hpp"
 #include "nodes/origin.hpp"
 #include "nodes/probe.hpp"
@@ -83,6 +84,38 @@ class NodeKeeper {
   // what was done, on behalf of `requester` (recorded for the audit).
   // Throws std::invalid_argument for an unknown node.
   std::string request_replace(const std::string& node, RepairMode mode, uid_t requester = 0);
+
+  // Cross-checks (peers.cpp): before a node the controller cannot reach is
+  // marked, the agents of up to two other nodes (`near` ones first: the
+  // same job's) probe it from where they are. A suspect is asked about once
+  // per episode, until forget_peers.
+  struct PeerAsk {
+    ProbeTarget target;
+    std::vector<std::string> near;
+    ProbeDepth depth = ProbeDepth::connect;  // as the asker's own probe
+  };
+  enum class PeerView {
+    none,       // no agent to ask, or none could tell in time: the controller's view stands
+    pending,    // asked, no answer yet
+    confirmed,  // an agent cannot reach it either
+    disputed,   // an agent reaches it: the controller's own route is the suspect
+  };
+  struct CrossCheck {
+    PeerView view = PeerView::none;
+    std::string detail;  // what the agents said, for an event
+  };
+  static constexpr std::chrono::seconds kPeerWait{5};  // how long an answer is waited for
+  // Who wants a cross-check: the resume engine's probes, or the keeper's
+  // own heartbeat watch; one ends only when neither wants it any more.
+  enum class PeerAsker : unsigned { engine = 1, heartbeats = 2 };
+  void ask_peers(const std::string& suspect, const PeerAsk& ask,
+                 PeerAsker asker = PeerAsker::engine);
+  void forget_peers(const std::string& suspect, PeerAsker asker = PeerAsker::engine);
+  CrossCheck cross_checked(const std::string& suspect);
+  // An agent's part (any thread, with its heartbeat): takes what it found
+  // and returns the nodes it should probe now.
+  std::vector<proto::PeerProbe> peer_work(const std::string& agent,
+                                          const std::map<std::string, ProbeResult>& found);
 
   // The heartbeat ages, for `auto-resume nodes`: node -> seconds since heard.
   std::map<std::string, double> heartbeat_ages();
@@ -158,9 +191,31 @@ class NodeKeeper {
   std::map<std::string, Lookup> lookups_;  // name -> its addresses
   std::set<std::string> loopback_said_;    // nodes heard over loopback, said once
 
+  // Cross-checks under way (under mutex_): suspect -> who was asked, and
+  // what they found since.
+  struct PeerCheck {
+    ProbeTarget target;
+    ProbeDepth depth = ProbeDepth::connect;
+    Steady::time_point asked_at;
+    std::vector<std::string> agents;
+    std::map<std::string, ProbeResult> found;
+    unsigned askers = 0;  // PeerAsker bits
+  };
+  std::map<std::string, PeerCheck> peer_checks_;
+  // Agents heard within the freshness bound, `near` ones first (under mutex_).
+  std::vector<std::string> live_agents(const std::string& suspect,
+                                       const std::vector<std::string>& near);
+
   Steady::time_point last_tick_{};
   bool crowd_said_ = false;          // the many-silent event of this episode is out
   std::set<std::string> late_said_;  // nodes whose "late but answering" is out
+  // Silent nodes whose slurmd did not answer the deep probe either, while
+  // other nodes' agents cross-check them.
+  std::map<std::string, double> cross_checking_;  // node -> heartbeat age at the probe
+  // Marks a silent node; false if Slurm refused (tried again later).
+  bool mark_unheard(const std::string& node, double age, const std::string& checked);
+  // The silent nodes whose cross-check has an answer: marked or let be.
+  void settle_cross_checks();
   std::set<std::string> no_provider_said_;
   std::map<std::string, std::future<std::string>> calls_;       // provider calls in flight
   std::vector<std::future<std::string>> orphans_;               // calls of dropped replacements

@@ -103,6 +103,7 @@ void Engine::tick() {
     log::warn("node keeper: {}", e.what());  // the protected steps come first
   }
   if (steps.empty()) {
+    for (const auto& [host, count] : failed_probes_) keeper_.forget_peers(host);
     failed_probes_.clear();
     step_nodes_.clear();
     return;
@@ -151,24 +152,107 @@ std::vector<std::string> Engine::step_hosts(const StoredStep& step) {
 }
 
 void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
-  std::set<std::string> wanted;
+  // Each node to probe, with the nodes it runs steps with (their agents
+  // are asked first to cross-check it).
+  std::map<std::string, std::set<std::string>> wanted;
   for (const auto& step : steps)
-    if (step.state == StepState::registered || step.state == StepState::ended)
-      for (const auto& host : step_hosts(step)) wanted.insert(host);
+    if (step.state == StepState::registered || step.state == StepState::ended) {
+      const auto hosts = step_hosts(step);
+      for (const auto& host : hosts) wanted[host].insert(hosts.begin(), hosts.end());
+    }
   std::vector<std::string> probed;
   std::vector<ProbeTarget> targets;
-  for (const auto& host : wanted) {
+  for (const auto& [host, near] : wanted) {
     const auto it = nodes.find(host);
     if (it == nodes.end() || it->second->address.empty() || it->second->port == 0) continue;
     probed.push_back(host);
     targets.push_back({it->second->address, it->second->port});
   }
-  const auto answered = prober_.probe(targets, std::min(config_.probe_interval, milliseconds{1000}),
-                                      ProbeDepth::connect);
+  const auto timeout = std::min(config_.probe_interval, milliseconds{1000});
+  const auto started = clock_.now();
+  auto results = prober_.probe(targets, timeout, ProbeDepth::connect);
+  // The controller stood still between rounds, or in this one (starved):
+  // its timeouts say nothing about the nodes.
+  const auto gap = started - last_round_;
+  last_round_ = clock_.now();
+  if (last_round_ - started > 2 * timeout + seconds{1}) {
+    log::warn("probes: a round took {} ms: not counted (the controller is starved)",
+              std::chrono::duration_cast<milliseconds>(last_round_ - started).count());
+    std::ranges::fill(results, ProbeResult::unknown);
+  } else if (gap > std::max<Steady::duration>(3 * config_.probe_interval, seconds{5})) {
+    failed_probes_.clear();
+  }
+  count_probes(probed, targets, results, wanted);
+}
+
+void Engine::count_probes(const std::vector<std::string>& probed,
+                          const std::vector<ProbeTarget>& targets,
+                          const std::vector<ProbeResult>& results,
+                          const std::map<std::string, std::set<std::string>>& wanted) {
+  std::size_t silent = 0;
+  std::size_t heard = 0;  // answered or silent: unknown is no word about a node
+  for (const auto result : results) {
+    heard += result != ProbeResult::unknown ? 1 : 0;
+    silent += result == ProbeResult::silent ? 1 : 0;
+  }
+  probe_crowd_ = silent_crowd(silent, heard, config_.probe_max_silent_percent);
+  if (probe_crowd_ && !crowd_said_) {
+    const auto detail = fmt::format(
+        "{} of the {} nodes probed under protected steps are silent at once (more than "
+        "probe_max_silent_percent={}): the controller's own network is the likelier fault; no "
+        "node is taken for the probes until fewer are silent (Slurm's own node states still "
+        "count)",
+        silent, heard, config_.probe_max_silent_percent);
+    log::warn("probes: {}", detail);
+    store_.add_node_event("", {EventKind::probe_crowd, detail});
+  }
+  crowd_said_ = probe_crowd_;
   std::map<std::string, unsigned> next;
-  for (std::size_t i = 0; i < probed.size(); ++i)
-    next[probed[i]] = answered[i] ? 0 : failed_probes_[probed[i]] + 1;
+  for (std::size_t i = 0; i < probed.size(); ++i) {
+    const auto& host = probed[i];
+    const auto before = failed_probes_.contains(host) ? failed_probes_[host] : 0U;
+    next[host] = results[i] == ProbeResult::answered                  ? 0
+                 : results[i] == ProbeResult::silent && !probe_crowd_ ? before + 1
+                                                                      : before;
+  }
+  for (const auto& [host, count] : failed_probes_)
+    if (!next.contains(host) || next[host] == 0) {
+      keeper_.forget_peers(host);
+      disputed_said_.erase(host);
+    }
   failed_probes_ = std::move(next);
+  for (std::size_t i = 0; i < probed.size(); ++i) {
+    const auto& host = probed[i];
+    if (failed_probes_[host] == 0) continue;
+    const auto& near = wanted.at(host);
+    keeper_.ask_peers(host, {targets[i], std::vector<std::string>(near.begin(), near.end()),
+                             ProbeDepth::connect});
+  }
+}
+
+std::optional<std::string> Engine::probe_fault(const std::string& host, unsigned count) {
+  if (probe_crowd_) return std::nullopt;
+  const auto check = keeper_.cross_checked(host);
+  const auto silent = fmt::format("its slurmd did not answer {} probes in a row", count);
+  switch (check.view) {
+    case NodeKeeper::PeerView::pending:
+      return std::nullopt;
+    case NodeKeeper::PeerView::disputed:
+      if (disputed_said_.insert(host).second) {
+        const auto detail = fmt::format(
+            "{} does not answer the controller's probes, but {}: not taken (the controller's "
+            "route to it is the likelier fault; Slurm's own node state still counts)",
+            host, check.detail);
+        log::warn("probes: {}", detail);
+        store_.add_node_event(host, {EventKind::probe_disputed, detail});
+      }
+      return std::nullopt;
+    case NodeKeeper::PeerView::confirmed:
+      return fmt::format("{}, and {}", silent, check.detail);
+    case NodeKeeper::PeerView::none:
+      break;
+  }
+  return fmt::format("{} ({})", silent, check.detail);
 }
 
 proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
@@ -188,9 +272,13 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, co
       health.reason = node.reason;
       instance = node.slurmd_start_time;
     }
-    if (const auto probes = failed_probes_.find(host); probes != failed_probes_.end())
-      health.failed_probes = probes->second;
-    if (const auto why = node_fault(health, config_.probe_failures))
+    // Slurm's word first; the probes' only once cross-checked.
+    auto why = node_fault(health, config_.probe_failures);
+    if (const auto probes = failed_probes_.find(host); !why && config_.probe_failures > 0 &&
+                                                       probes != failed_probes_.end() &&
+                                                       probes->second >= config_.probe_failures)
+      why = probe_fault(host, probes->second);
+    if (why)
       found.push_back({{"node", host}, {"why", *why}, {"instance", instance}});
     else if (health.known && !health.in_job)
       released.push_back(host);
@@ -255,8 +343,14 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
     check_lost(step, *job);
     return;
   }
+  // A node of an ended step still under suspicion (its cross-check under
+  // way) holds the verdict back; decide_by bounds the wait.
   if (step.state == StepState::ended &&
-      (clock_.unix_now() - step.ended_at) * 1000 >= config_.end_window.count())
+      (clock_.unix_now() - step.ended_at) * 1000 >= config_.end_window.count() &&
+      std::ranges::none_of(step_hosts(step), [this](const std::string& host) {
+        const auto it = failed_probes_.find(host);
+        return it != failed_probes_.end() && it->second > 0;
+      }))
     decide(step, Verdict::no_fault,
            "no node of the step failed; srun keeps the step's own exit status");
 }

@@ -61,7 +61,16 @@ class Engine {
   // Forgets what is older than `retention`, once per kPruneEvery.
   void prune();
   static constexpr std::chrono::hours kPruneEvery{1};
+  // One round of probes of the nodes under running (or just ended) steps;
+  // a silent node's agents-of-other-nodes cross-check is asked for.
   void probe(const std::vector<StoredStep>& steps, const NodeMap& nodes);
+  // The round's results into failed_probes_, with the crowd guard.
+  void count_probes(const std::vector<std::string>& probed, const std::vector<ProbeTarget>& targets,
+                    const std::vector<ProbeResult>& results,
+                    const std::map<std::string, std::set<std::string>>& wanted);
+  // Why a node silent for `count` probes is at fault, once the crowd guard
+  // and its cross-check allow; nothing while they do not.
+  std::optional<std::string> probe_fault(const std::string& host, unsigned count);
   void advance(StoredStep& step, const NodeMap& nodes);
   // A step past its decide_by gets give_up; false if it is not.
   bool overdue(StoredStep& step);
@@ -120,6 +129,10 @@ class Engine {
   Prober& prober_;
   std::map<std::string, unsigned> failed_probes_;
   Steady::time_point last_probe_{};
+  Steady::time_point last_round_{};      // when the last round of probes ended
+  bool probe_crowd_ = false;             // the last round had too many silent at once
+  bool crowd_said_ = false;              // its event is out
+  std::set<std::string> disputed_said_;  // nodes whose probe_disputed event is out
   Steady::time_point last_prune_{};
   // Errors already logged, per step, so a persisting one is logged once.
   std::map<std::string, std::string> last_error_;

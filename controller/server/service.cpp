@@ -225,7 +225,8 @@ proto::HeartbeatReply Service::do_heartbeat(NodeKeeper& keeper,
         e.why() == HeartbeatRefused::Why::not_yet ? code::kUnavailable : code::kForbidden,
         e.what());
   }
-  return {};
+  if (request.stopping) return {};
+  return {keeper.peer_work(request.node, request.peers)};
 }
 
 proto::ReplaceReply Service::do_replace(NodeKeeper& keeper, const proto::ReplaceRequest& request,

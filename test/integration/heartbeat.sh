@@ -6,7 +6,9 @@
 # heartbeat_timeout, the auto-resume step on it is resumed on the other
 # nodes, and the node is replaced and back idle. DCGM's policy listener in
 # the agent marks a node on an XID, and an agent speaking for another node
-# from its own address hides nothing. The false-positive guards:
+# from its own address hides nothing. Before the mark, the agents of two
+# other nodes deep-probe the frozen node (a second vantage point) and
+# cannot reach it either. The false-positive guards:
 # the controller stopped for longer than the timeout marks nothing when it
 # continues; most nodes silent at once marks nothing and says why.
 # shellcheck source=test/integration/lib.sh
@@ -102,14 +104,15 @@ wait_until 10 "the copied agent's heartbeats refused" grep -q "heartbeat not tak
 frozen_at=$SECONDS
 marked() { [[ $(scontrol -o show node node3) == *"Reason=Action:Replace heartbeat: no heartbeat for "*" s and slurmd does not answer"* ]]; }
 # heartbeat_timeout (4 s) plus the controller's half-second look and the
-# one-second deep probe.
-wait_until 8 "node3 marked by the heartbeat path" marked
+# one-second deep probe, then the cross-check: the agents of two other
+# nodes deep-probe node3 at their next heartbeat (1 s) for at most 1 s.
+wait_until 12 "node3 marked by the heartbeat path" marked
 note "node3 marked $((SECONDS - frozen_at)) s after the freeze (heartbeat_timeout=4)"
 kill -TERM "$copied"
 wait_until 60 "attempt 1 on 4 nodes" started 1
 assert_contains step.out "^0: attempt=1 .* nodes=node1,node2,node4,node5 " "attempt 1's nodes (node3 out, node5 in)"
 "$AR_CLI" events >events.txt
-assert_contains events.txt "node node3 marked: node3 marked FAIL: Action:Replace heartbeat: no heartbeat" "the mark's event"
+assert_contains events.txt "node node3 marked: node3 marked FAIL: Action:Replace heartbeat: no heartbeat for [0-9]+ s and slurmd does not answer \(the agents? of node[0-9, ]+ cannot reach it either\)" "the mark's event (cross-checked by other nodes' agents)"
 assert_contains events.txt "job $job [^ ]+ detected: step $job\.0 attempt 0: node3: a health check failed: Action:Replace heartbeat:" "the step's detection"
 # The frozen node is replaced by the local provider and comes back idle.
 wait_until 90 "node3 replaced" event_seen "node node3 replaced: node3 is back in service"

@@ -262,12 +262,15 @@ void FakeSlurm::cancel_job(std::uint32_t job_id) {
   updates.push_back("cancel " + std::to_string(job_id));
 }
 
-std::vector<bool> FakeProber::probe(const std::vector<ProbeTarget>& targets,
-                                    std::chrono::milliseconds /*timeout*/, ProbeDepth /*depth*/) {
-  std::vector<bool> out;
+std::vector<ProbeResult> FakeProber::probe(const std::vector<ProbeTarget>& targets,
+                                           std::chrono::milliseconds /*timeout*/,
+                                           ProbeDepth /*depth*/) {
+  std::vector<ProbeResult> out;
   for (const auto& t : targets) {
     ++probes;
-    out.push_back(!dead.contains(t.address));
+    out.push_back(unknown.contains(t.address) ? ProbeResult::unknown
+                  : dead.contains(t.address)  ? ProbeResult::silent
+                                              : ProbeResult::answered);
   }
   return out;
 }

@@ -99,13 +99,15 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::uint32_t next_job_id_ = 5000;
 };
 
-// Answers probes as tests say: a target whose address is in `dead` does not.
+// Answers probes as tests say: a target whose address is in `dead` does not;
+// one in `unknown` gets the prober's own failure.
 class FakeProber final : public Prober {
  public:
   std::set<std::string> dead;
+  std::set<std::string> unknown;
   int probes = 0;  // targets probed so far
-  std::vector<bool> probe(const std::vector<ProbeTarget>& targets,
-                          std::chrono::milliseconds timeout, ProbeDepth depth) override;
+  std::vector<ProbeResult> probe(const std::vector<ProbeTarget>& targets,
+                                 std::chrono::milliseconds timeout, ProbeDepth depth) override;
 };
 
 // Runs nothing: each command gets the result tests set. With `hang`, a run

@@ -18,7 +18,8 @@ TEST_CASE("a node heard and then silent past the timeout whose slurmd does not a
   k.run_for(1);
   CHECK(k.prober.probes == 1);
   CHECK(k.slurm.updates == Strings{"fail node1 " + heartbeat_reason(11)});
-  CHECK(k.details(EventKind::marked) == Strings{"node1 marked FAIL: " + heartbeat_reason(11)});
+  CHECK(k.details(EventKind::marked) == Strings{"node1 marked FAIL: " + heartbeat_reason(11) +
+                                                " (no node agent to cross-check with)"});
   CHECK(k.node_of(EventKind::marked) == "node1");
   CHECK(k.keeper.heartbeat_ages().empty());  // watched again once heard again
   // The next look finds the mark: a replacement whose steps move at once.
@@ -295,9 +296,76 @@ TEST_CASE("at the heartbeat_max_silent_percent limit the silent nodes are marked
   k.prober.dead = {kNode1Address, kNode2Address};
   k.run_for(11, {"node3", "node4"});  // 2 of 4 late: 50 %, not more
   CHECK(k.count(EventKind::heartbeat_crowd) == 0);
+  // The live agents look first: node3's cannot reach either.
+  CHECK(k.slurm.updates.empty());
+  const auto work = k.keeper.peer_work("node3", {});
+  REQUIRE(work.size() == 2);
+  CHECK(work[0].node == "node1");
+  CHECK(work[0].address == kNode1Address);
+  CHECK(work[0].deep);  // as the keeper's own probe: a frozen slurmd still takes connections
+  k.keeper.peer_work("node3",
+                     {{"node1", ar::ProbeResult::silent}, {"node2", ar::ProbeResult::silent}});
+  k.tick();
   CHECK(k.slurm.updates ==
         Strings{"fail node1 " + heartbeat_reason(11), "fail node2 " + heartbeat_reason(11)});
-  CHECK(k.count(EventKind::marked) == 2);
+  CHECK(k.details(EventKind::marked).at(0) == "node1 marked FAIL: " + heartbeat_reason(11) +
+                                                  " (the agent of node3 cannot reach it either)");
+}
+
+TEST_CASE(
+    "a silent node whose slurmd another node's agent reaches is not marked (the controller's "
+    "route to it is lost)",
+    "[node_keeper][cross_check]") {
+  KeeperRig k;
+  k.tick();
+  for (const auto* node : {"node1", "node2", "node3", "node4"}) k.beat(node);
+  k.prober.dead = {kNode1Address};  // as the controller sees it
+  k.run_for(11, {"node2", "node3", "node4"});
+  REQUIRE(k.prober.probes == 1);
+  CHECK(k.keeper.peer_work("node3", {}).size() == 1);
+  CHECK(k.keeper.peer_work("node4", {}).empty());  // two agents are asked, the first two
+  // node2's agent answers each time it is asked (again after each timeout).
+  for (int i = 0; i < 40; ++i) {
+    const auto work = k.keeper.peer_work("node2", {});
+    if (!work.empty()) k.keeper.peer_work("node2", {{"node1", ar::ProbeResult::answered}});
+    k.run_for(1, {"node2", "node3", "node4"});
+  }
+  CHECK(k.prober.probes > 2);
+  CHECK(k.slurm.updates.empty());
+  CHECK(k.details(EventKind::heartbeat_late) ==
+        Strings{"no heartbeat from node1 for 11 s and the controller cannot reach its slurmd, but "
+                "the agent of node2 reaches its slurmd: not marked (the controller's route to it "
+                "is the likelier fault)"});
+}
+
+TEST_CASE("agents that do not answer a cross-check within 5 s leave the controller's view",
+          "[node_keeper][cross_check]") {
+  KeeperRig k;
+  k.tick();
+  for (const auto* node : {"node1", "node2"}) k.beat(node);
+  k.prober.dead = {kNode1Address};
+  k.run_for(11, {"node2"});
+  k.run_for(4, {"node2"});
+  CHECK(k.slurm.updates.empty());
+  k.run_for(1, {"node2"});
+  CHECK(k.slurm.updates == Strings{"fail node1 " + heartbeat_reason(11)});
+  CHECK(k.details(EventKind::marked).at(0) ==
+        "node1 marked FAIL: " + heartbeat_reason(11) +
+            " (no answer from the agents of node2 within 5 s)");
+}
+
+TEST_CASE("an agent's results count only for the nodes it was asked about",
+          "[node_keeper][cross_check]") {
+  KeeperRig k;
+  k.tick();
+  for (const auto* node : {"node1", "node2", "node3"}) k.beat(node);
+  k.prober.dead = {kNode1Address};
+  k.run_for(11, {"node2", "node3"});
+  // node4 was never heard: it is not asked, and what it says is ignored.
+  CHECK(k.keeper.peer_work("node4", {{"node1", ar::ProbeResult::answered}}).empty());
+  k.keeper.peer_work("node2", {{"node1", ar::ProbeResult::silent}});
+  k.tick();
+  CHECK(k.slurm.updates == Strings{"fail node1 " + heartbeat_reason(11)});
 }
 
 // Replacement modes

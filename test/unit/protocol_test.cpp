@@ -153,14 +153,53 @@ TEST_CASE("each request names its op and goes over the wire as it did", "[protoc
                    R"({"attempt":1,"reason":"srun got SIGINT","run_id":"r"})")
             .reason == "srun got SIGINT");
   round_trip(proto::CancelRequest{"r", 1, ""}, R"({"attempt":1,"run_id":"r"})");
-  CHECK(round_trip(proto::HeartbeatRequest{"node1", true}, R"({"node":"node1","stopping":true})")
-            .stopping);
-  round_trip(proto::HeartbeatRequest{"node1", false}, R"({"node":"node1"})");
+  CHECK(
+      round_trip(proto::HeartbeatRequest{"node1", true, {}}, R"({"node":"node1","stopping":true})")
+          .stopping);
+  round_trip(proto::HeartbeatRequest{"node1", false, {}}, R"({"node":"node1"})");
+  const auto found = round_trip(proto::HeartbeatRequest{"node1",
+                                                        false,
+                                                        {{"node2", ar::ProbeResult::silent},
+                                                         {"node3", ar::ProbeResult::unknown}}},
+                                R"({"node":"node1","peers":{"node2":"silent","node3":"unknown"}})");
+  CHECK(found.peers.at("node2") == ar::ProbeResult::silent);
   for (const auto mode :
        {proto::ReplaceMode::wait, proto::ReplaceMode::now, proto::ReplaceMode::force}) {
     const auto wire = R"({"mode":")" + std::string(ar::name_of(mode)) + R"(","node":"node2"})";
     CHECK(round_trip(proto::ReplaceRequest{"node2", mode}, wire).mode == mode);
   }
+}
+
+TEST_CASE("a heartbeat's cross-check results and a reply's probe list are checked", "[protocol]") {
+  using proto::HeartbeatReply;
+  using proto::HeartbeatRequest;
+  CHECK_THROWS_WITH(HeartbeatRequest::from_json({{"node", "n1"}, {"peers", {{"n2", "maybe"}}}}),
+                    "'peers': the result for n2 is 'maybe' (known: answered, silent, "
+                    "unknown)");
+  CHECK_THROWS_WITH(HeartbeatRequest::from_json({{"node", "n1"}, {"peers", {{"n 2", "silent"}}}}),
+                    Catch::Contains("'n 2' is not a node name"));
+  CHECK_THROWS_WITH(HeartbeatRequest::from_json({{"node", "n1"}, {"peers", {"n2"}}}),
+                    Catch::Contains("'peers' must be an object"));
+  ar::proto::json many = ar::proto::json::object();
+  for (int i = 0; i < 17; ++i) many["n" + std::to_string(i)] = "silent";
+  CHECK_THROWS_WITH(HeartbeatRequest::from_json({{"node", "n1"}, {"peers", many}}),
+                    Catch::Contains("'peers' has more than 16 nodes"));
+
+  const HeartbeatReply reply{
+      {{"node3", "10.0.0.3", 6818, false}, {"node4", "node4.example", 6819, true}}};
+  const auto back = HeartbeatReply::from_json(reply.to_json());
+  REQUIRE(back.probe.size() == 2);
+  CHECK(back.probe[1].address == "node4.example");
+  CHECK(back.probe[1].port == 6819);
+  CHECK(back.probe[1].deep);
+  CHECK_FALSE(back.probe[0].deep);
+  CHECK(HeartbeatReply::from_json(ar::proto::json::object()).probe.empty());
+  CHECK_THROWS_WITH(
+      HeartbeatReply::from_json({{"probe", {{{"node", "n3"}, {"address", "a"}, {"port", 0}}}}}),
+      Catch::Contains("port 0 of n3 is not 1-65535"));
+  CHECK_THROWS_WITH(HeartbeatReply::from_json(
+                        {{"probe", {{{"node", "n3"}, {"address", "a b;rm"}, {"port", 1}}}}}),
+                    Catch::Contains("'a b;rm' is not a host name or numeric address"));
 }
 
 TEST_CASE("optional request fields have their documented defaults", "[protocol]") {

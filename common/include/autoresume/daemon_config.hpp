@@ -51,8 +51,14 @@ struct DaemonConfig {
   // How often the slurmd of each node under a running protected step is
   // probed, and how many probes in a row must go unanswered (0: no probes)
   // before the node counts as failed, ahead of Slurm's SlurmdTimeout.
+  // Before a node that only the probes find silent is taken (Slurm still
+  // shows it up), the agents of two other nodes are asked to probe it
+  // (cross-checks); and while more than probe_max_silent_percent of the
+  // nodes probed are silent at once, none counts (the controller's own
+  // network is the likelier fault).
   std::chrono::milliseconds probe_interval{1'000};
   unsigned probe_failures = 3;
+  unsigned probe_max_silent_percent = 50;
   // After a step ends on its own, how long to look for a node at fault
   // before answering no_fault (a node's failure can end the step before
   // Slurm or a probe has seen it).

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "autoresume/probe.hpp"
 #include "autoresume/resume.hpp"
 #include "autoresume/states.hpp"
 
@@ -268,17 +269,32 @@ struct CancelReply {
   static CancelReply from_json(const json& result);
 };
 
-// `heartbeat`: a node agent says its node is alive.
+// `heartbeat`: a node agent says its node is alive, and reports what it
+// found probing the nodes the controller asked it to (cross-checks: a
+// node's slurmd seen from another node). The reply names the nodes it
+// should probe next; the agent probes them at once and sends their results
+// in an extra heartbeat.
+inline constexpr std::size_t kMaxPeerProbes = 16;
+struct PeerProbe {
+  std::string node;     // a node name
+  std::string address;  // its NodeAddr: a name or a numeric address, 1-255 bytes
+  std::uint16_t port = 0;
+  bool deep = false;  // a deep probe (probe.hpp); left out of the JSON when false
+};
 struct HeartbeatRequest {
   static constexpr const char* kOp = "heartbeat";
   using Reply = HeartbeatReply;
   std::string node;       // a node name: 1-64 letters, digits, '-', '_', '.'
   bool stopping = false;  // the agent is going away; left out of the JSON when false
+  // Node -> what its probe found (at most kMaxPeerProbes; left out when empty).
+  std::map<std::string, ProbeResult> peers;
 
   json to_json() const;
   static HeartbeatRequest from_json(const json& body);
 };
 struct HeartbeatReply {
+  std::vector<PeerProbe> probe;  // at most kMaxPeerProbes; left out when empty
+
   json to_json() const;
   static HeartbeatReply from_json(const json& result);
 };

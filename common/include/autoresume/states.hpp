@@ -75,6 +75,9 @@ enum class EventKind {
   no_provider,
   spare_added,
   spares_short,
+  // the resume engine's probes
+  probe_crowd,
+  probe_disputed,
 };
 
 namespace name_tables {
@@ -102,7 +105,7 @@ struct Table<NodeRepairState> {
 };
 template <>
 struct Table<EventKind> {
-  static constexpr std::array<std::string_view, 34> value{
+  static constexpr std::array<std::string_view, 36> value{
       "registered",     "ended",           "detected",
       "node_out",       "spare_taken",     "replaced",
       "replaced_all",   "expand_helper",   "expand_retry",
@@ -114,7 +117,7 @@ struct Table<EventKind> {
       "replace_failed", "replace_dropped", "replaced",
       "marked",         "stalled",         "heartbeat_crowd",
       "heartbeat_late", "no_provider",     "spare_added",
-      "spares_short"};
+      "spares_short",   "probe_crowd",     "probe_disputed"};
 };
 
 // A table per enum, as long as the enum.
@@ -125,7 +128,7 @@ static_assert(Table<RepairMode>::value.size() == static_cast<std::size_t>(Repair
 static_assert(Table<NodeRepairState>::value.size() ==
               static_cast<std::size_t>(NodeRepairState::failed) + 1);
 static_assert(Table<EventKind>::value.size() ==
-              static_cast<std::size_t>(EventKind::spares_short) + 1);
+              static_cast<std::size_t>(EventKind::probe_disputed) + 1);
 }  // namespace name_tables
 
 template <typename E>
