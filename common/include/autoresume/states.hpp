@@ -75,6 +75,12 @@ enum class EventKind {
   no_provider,
   spare_added,
   spares_short,
+  // guard rails (docs/guard.md)
+  would,
+  paused,
+  unpaused,
+  breaker_tripped,
+  actions_resumed,
 };
 
 namespace name_tables {
@@ -102,7 +108,7 @@ struct Table<NodeRepairState> {
 };
 template <>
 struct Table<EventKind> {
-  static constexpr std::array<std::string_view, 34> value{
+  static constexpr std::array<std::string_view, 39> value{
       "registered",     "ended",           "detected",
       "node_out",       "spare_taken",     "replaced",
       "replaced_all",   "expand_helper",   "expand_retry",
@@ -114,7 +120,8 @@ struct Table<EventKind> {
       "replace_failed", "replace_dropped", "replaced",
       "marked",         "stalled",         "heartbeat_crowd",
       "heartbeat_late", "no_provider",     "spare_added",
-      "spares_short"};
+      "spares_short",   "would",           "paused",
+      "unpaused",       "breaker_tripped", "actions_resumed"};
 };
 
 // A table per enum, as long as the enum.
@@ -125,7 +132,7 @@ static_assert(Table<RepairMode>::value.size() == static_cast<std::size_t>(Repair
 static_assert(Table<NodeRepairState>::value.size() ==
               static_cast<std::size_t>(NodeRepairState::failed) + 1);
 static_assert(Table<EventKind>::value.size() ==
-              static_cast<std::size_t>(EventKind::spares_short) + 1);
+              static_cast<std::size_t>(EventKind::actions_resumed) + 1);
 }  // namespace name_tables
 
 template <typename E>
