@@ -166,6 +166,7 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
     return std::ranges::find(silent, n) != silent.end();
   };
   std::erase_if(late_said_, [&](const std::string& n) { return !is_silent(n); });
+  gate_.settle("heartbeat", {silent.begin(), silent.end()});
   std::erase_if(probed_, [&](const auto& entry) { return !is_silent(entry.first); });
   if (silent_crowd(late.size(), heard, config_.heartbeat_max_silent_percent)) {
     if (!crowd_said_) {
@@ -222,6 +223,13 @@ void NodeKeeper::mark_silent(std::vector<std::string> silent, const NodeMap& nod
     }
     const auto reason = fmt::format(
         "Action:Replace heartbeat: no heartbeat for {:.0f} s and slurmd does not answer", age);
+    if (!gate_.allow(Gate::Counted::mark, {node})) {
+      gate_.would("heartbeat", node,
+                  fmt::format("mark {} FAIL: no heartbeat for over heartbeat_timeout={} s and its "
+                              "slurmd does not answer",
+                              node, config_.heartbeat_timeout.count() / 1000));
+      continue;  // looked at again after heartbeat_timeout
+    }
     try {
       slurm_.set_node_fail(node, reason);
     } catch (const std::exception& e) {
