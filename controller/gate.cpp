@@ -30,6 +30,14 @@ std::string utc(std::int64_t unix_seconds) {
                      std::chrono::sys_seconds(std::chrono::seconds(unix_seconds)));
 }
 
+// At most a few names: a breaker's detail is shown in every status reply.
+std::string listed(const std::vector<std::string>& nodes) {
+  constexpr std::size_t kShown = 8;
+  if (nodes.size() <= kShown) return join(nodes, ", ");
+  return join(std::vector<std::string>(nodes.begin(), nodes.begin() + kShown), ", ") +
+         fmt::format(" and {} more", nodes.size() - kShown);
+}
+
 std::string step_key(const StoredStep& step) {
   return fmt::format("step {}#{}", step.step.run_id, step.step.attempt);
 }
@@ -96,7 +104,7 @@ void Gate::trip(Counted kind, std::uint32_t done, const std::vector<std::string>
   const auto detail = fmt::format(
       "the circuit breaker tripped on node {}s: {} within the last hour and {} more now ({}) "
       "would pass {}={}{}; the controller acts on nothing until auto-resume resume-actions",
-      name_of(kind), done, nodes.size(), join(nodes, ", "), setting_of(kind), setting.str(),
+      name_of(kind), done, nodes.size(), listed(nodes), setting_of(kind), setting.str(),
       setting.percent ? fmt::format(" ({} of {} nodes)", limit(kind), nodes_) : "");
   log::warn("breaker: {}", detail);
   change(

@@ -72,3 +72,19 @@ TEST_CASE(
   REQUIRE(k.tick_until([&] { return k.runner.calls().size() == 2; }));
   CHECK(k.runner.calls().back() == Strings{"/bin/restart", "node2"});
 }
+
+TEST_CASE("a breaker's detail names a few nodes and counts the rest", "[guard]") {
+  KeeperRig k;
+  k.config.max_marks_per_hour = {50, true};  // 2 of 4 nodes
+  k.tick();
+  Strings nodes;
+  for (int i = 1; i <= 10; ++i) nodes.push_back("gpu" + std::to_string(i));
+  CHECK_FALSE(k.keeper.gate().allow(ar::Gate::Counted::mark, nodes));
+  CHECK(k.details(EventKind::breaker_tripped) ==
+        Strings{"the circuit breaker tripped on node marks: 0 within the last hour and 10 more "
+                "now (gpu1, gpu2, gpu3, gpu4, gpu5, gpu6, gpu7, gpu8 and 2 more) would pass "
+                "max_marks_per_hour=50% (2 of 4 nodes); the controller acts on nothing until "
+                "auto-resume resume-actions"});
+  CHECK(k.keeper.gate().state().marks == 0);  // nothing counted: nothing was done
+  CHECK_FALSE(k.keeper.gate().allow(ar::Gate::Counted::replacement, {"node1"}));  // held
+}
