@@ -61,7 +61,7 @@ run_case() {
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   provider=local
   [[ $way == spare ]] && provider=$'spares\nspares=1'
-  printf 'provider=%s\nlisten=127.0.0.1:%s\nstate_dir=%s\nmunge_socket=%s\nlocal_restart_command=%s {node}\n' \
+  printf 'provider=%s\nlisten=127.0.0.1:%s\nstate_dir=%s\nmunge_socket=%s\nmax_marks_per_hour=1000\nmax_replacements_per_hour=1000\nlocal_restart_command=%s {node}\n' \
     "$provider" "$port" "$dir/state-$way" "$dir/c/munge/munge.sock" "$dir/replace-node" >"$dir/ar.conf"
   rm -rf "$dir/state-$way"
   "$daemon" --config "$dir/ar.conf" 2>"$dir/auto-resumed.log" &

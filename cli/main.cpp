@@ -62,6 +62,21 @@ void print_steps(const proto::StatusReply& reply) {
                              format_time(s.created_at), s.step.nodelist));
 }
 
+// Whether the controller acts: its mode, a pause, the circuit breaker.
+void print_guard(const proto::GuardState& g) {
+  line(stdout, fmt::format("controller: mode {}, {}, circuit breaker {}; within the last hour {} "
+                           "of {} node marks and {} of {} replacements",
+                           g.mode, g.paused ? "paused " + g.paused_detail : "not paused",
+                           g.tripped ? "tripped" : "closed", g.marks, g.max_marks, g.replacements,
+                           g.max_replacements));
+  if (g.tripped) line(stdout, fmt::format("controller: {}", g.tripped_detail));
+}
+
+void print_status(const proto::StatusReply& reply) {
+  if (reply.controller) print_guard(*reply.controller);
+  print_steps(reply);
+}
+
 void print_events(const proto::EventsReply& reply) {
   for (const auto& e : reply.events) {
     // A step's events name its job and run; a node's, the node (or "-" for
@@ -135,6 +150,9 @@ std::optional<std::int64_t> fetch_pages(const Controller& controller, Request re
     request.limit = std::min(limit - have, proto::kMaxPageRows);
     auto page = fetch(controller, request);
     for (auto& row : page.*rows) (all.*rows).push_back(std::move(row));
+    // status: the controller's state, as the first page had it.
+    if constexpr (requires(typename Request::Reply r) { r.controller; })
+      if (!all.controller) all.controller = std::move(page.controller);
     if (!page.next || (all.*rows).size() >= limit) return page.next;
     request.*cursor = page.next;
   }
@@ -167,6 +185,10 @@ struct Commands {
   bool replace_now = false;
   bool replace_force = false;
   CLI::App* nodes = nullptr;
+  CLI::App* pause = nullptr;
+  std::string pause_reason;
+  CLI::App* unpause = nullptr;
+  CLI::App* resume_actions = nullptr;
 };
 
 void add_commands(CLI::App& app, Commands& c) {
@@ -199,6 +221,12 @@ void add_commands(CLI::App& app, Commands& c) {
       ->excludes(now_flag);
   c.nodes =
       app.add_subcommand("nodes", "Node replacements under way and node agents' heartbeats (root)");
+  c.pause = app.add_subcommand(
+      "pause", "Stop every action of the controller, for a maintenance window (root)");
+  c.pause->add_option("--reason", c.pause_reason, "Why, shown in status and events");
+  c.unpause = app.add_subcommand("unpause", "Let the controller act again after a pause (root)");
+  c.resume_actions = app.add_subcommand(
+      "resume-actions", "Reset a tripped circuit breaker: the controller acts again (root)");
 }
 
 // Asks what the parsed subcommand asks, and prints the answer.
@@ -211,7 +239,7 @@ void run(const Controller& controller, const Commands& c) {
     if (c.job_filter != 0) request.job_id = c.job_filter;
     if (c.before >= 0) request.before = c.before;
     list(controller, request, c.status_limit, &proto::StatusReply::steps,
-         &proto::StatusRequest::before, "--before", print_steps);
+         &proto::StatusRequest::before, "--before", print_status);
   }
   if (c.events->parsed()) {
     proto::EventsRequest request;
@@ -232,6 +260,13 @@ void run(const Controller& controller, const Commands& c) {
         [](const proto::ReplaceReply& reply) { line(stdout, reply.message); });
   }
   if (c.nodes->parsed()) ask(controller, proto::NodesRequest{}, print_nodes);
+  const auto print_guard_reply = [](const proto::GuardReply& reply) {
+    line(stdout, reply.message);
+    print_guard(reply.controller);
+  };
+  if (c.pause->parsed()) ask(controller, proto::PauseRequest{c.pause_reason}, print_guard_reply);
+  if (c.unpause->parsed()) ask(controller, proto::UnpauseRequest{}, print_guard_reply);
+  if (c.resume_actions->parsed()) ask(controller, proto::ResumeActionsRequest{}, print_guard_reply);
 }
 
 }  // namespace

@@ -46,5 +46,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   parse_as<HeartbeatReply>(reply.result, "heartbeat");
   parse_as<ReplaceReply>(reply.result, "replace");
   parse_as<NodesReply>(reply.result, "nodes");
+  parse_as<GuardReply>(reply.result, "pause");
   return 0;
 }

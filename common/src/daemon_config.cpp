@@ -44,7 +44,8 @@ constexpr std::string_view kKnownKeys =
     "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
     "heartbeat_max_silent_percent, heartbeat_bind, spares, register_timeout, retention, "
     "auth_timeout, "
-    "max_unauthenticated, max_user_connections, reserved_fds, privileged_connections";
+    "max_unauthenticated, max_user_connections, reserved_fds, privileged_connections, "
+    "mode, max_marks_per_hour, max_replacements_per_hour";
 
 // A command line split on blanks; the program is an absolute path and some
 // argument names the node with "{node}".
@@ -130,6 +131,37 @@ bool apply_limit(DaemonConfig& config, const std::string& key, const std::string
   return true;
 }
 
+// A count (1 to 1,000,000) or a percent of the nodes ("5%": 1 to 100).
+ActionLimit parse_limit(const std::string& key, const std::string& value) {
+  const bool percent = value.ends_with('%');
+  try {
+    const auto number = percent ? value.substr(0, value.size() - 1) : value;
+    return {static_cast<unsigned>(parse_uint(key, number, 1, percent ? 100 : 1'000'000)), percent};
+  } catch (const ConfigError&) {
+    invalid_value(key, value,
+                  "expected a count (1 to 1000000) or a percent of the nodes (1% to 100%)");
+  }
+}
+
+// The guard rails' settings; false for another key.
+bool apply_guard(DaemonConfig& config, const std::string& key, const std::string& value) {
+  if (key == "mode") {
+    if (value == "act")
+      config.mode = ActionMode::act;
+    else if (value == "observe")
+      config.mode = ActionMode::observe;
+    else
+      invalid_value(key, value, "expected act or observe");
+  } else if (key == "max_marks_per_hour") {
+    config.max_marks_per_hour = parse_limit(key, value);
+  } else if (key == "max_replacements_per_hour") {
+    config.max_replacements_per_hour = parse_limit(key, value);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void apply(DaemonConfig& config, const std::string& key, const std::string& value) {
   if (key == "listen") {
     config.listen = parse_endpoint(key, value);
@@ -186,7 +218,7 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
     config.spares = static_cast<unsigned>(parse_uint(key, value, 1, 1000));
   } else if (key == "heartbeat_max_silent_percent") {
     config.heartbeat_max_silent_percent = static_cast<unsigned>(parse_uint(key, value, 1, 100));
-  } else if (!apply_limit(config, key, value)) {
+  } else if (!apply_limit(config, key, value) && !apply_guard(config, key, value)) {
     throw ConfigError("unknown key '" + key + "' (known: " + std::string(kKnownKeys) + ")");
   }
 }
@@ -197,6 +229,18 @@ std::string HeartbeatBind::str() const {
   const bool whole = prefix == (v6 ? 128U : 32U);
   return nodes + "=" + address + (whole ? "" : "/" + std::to_string(prefix));
 }
+
+std::string_view to_string(ActionMode mode) {
+  return mode == ActionMode::observe ? "observe" : "act";
+}
+
+unsigned ActionLimit::of(std::size_t nodes) const {
+  if (!percent) return value;
+  const auto share = (static_cast<std::uint64_t>(value) * nodes + 99) / 100;
+  return static_cast<unsigned>(std::max<std::uint64_t>(kMinimum, share));
+}
+
+std::string ActionLimit::str() const { return std::to_string(value) + (percent ? "%" : ""); }
 
 std::string_view to_string(ProviderKind kind) {
   switch (kind) {
@@ -260,7 +304,10 @@ std::string render(const DaemonConfig& config) {
       << "max_unauthenticated=" << config.max_unauthenticated << "\n"
       << "max_user_connections=" << config.max_user_connections << "\n"
       << "reserved_fds=" << config.reserved_fds << "\n"
-      << "privileged_connections=" << config.privileged_connections << "\n";
+      << "privileged_connections=" << config.privileged_connections << "\n"
+      << "mode=" << to_string(config.mode) << "\n"
+      << "max_marks_per_hour=" << config.max_marks_per_hour.str() << "\n"
+      << "max_replacements_per_hour=" << config.max_replacements_per_hour.str() << "\n";
   if (config.provider == ProviderKind::spares) out << "spares=" << config.spares << "\n";
   if (!config.heartbeat_bind.empty()) {
     out << "heartbeat_bind=";

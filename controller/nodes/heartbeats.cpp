@@ -166,6 +166,7 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
     return std::ranges::find(silent, n) != silent.end();
   };
   std::erase_if(late_said_, [&](const std::string& n) { return !is_silent(n); });
+  gate_.settle("heartbeat", {silent.begin(), silent.end()});
   std::erase_if(probed_, [&](const auto& entry) { return !is_silent(entry.first); });
   for (auto it = cross_checking_.begin(); it != cross_checking_.end();) {
     if (is_silent(it->first)) {
@@ -267,6 +268,13 @@ void NodeKeeper::settle_cross_checks() {
 bool NodeKeeper::mark_unheard(const std::string& node, double age, const std::string& checked) {
   const auto reason = fmt::format(
       "Action:Replace heartbeat: no heartbeat for {:.0f} s and slurmd does not answer", age);
+  if (!gate_.allow(Gate::Counted::mark, {node})) {
+    gate_.would("heartbeat", node,
+                fmt::format("mark {} FAIL: no heartbeat for over heartbeat_timeout={} s and its "
+                            "slurmd does not answer ({})",
+                            node, config_.heartbeat_timeout.count() / 1000, checked));
+    return true;  // looked at again after heartbeat_timeout
+  }
   try {
     slurm_.set_node_fail(node, reason);
   } catch (const std::exception& e) {

@@ -63,6 +63,28 @@ const char* effect_of(RepairMode mode) {
   return "";
 }
 
+// What the next step of a replacement would do, for a `would` event.
+std::string held_step(const NodeRepair& repair, const slurm::NodeInfo& node,
+                      const DaemonConfig& config) {
+  const auto provider = to_string(config.provider);
+  switch (repair.state) {
+    case NodeRepairState::waiting:
+      if (repair.mode == RepairMode::force && !node.down)
+        return fmt::format("set {} DOWN (its jobs are killed) and have the {} provider replace it",
+                           repair.node, provider);
+      return fmt::format("have the {} provider replace {} once no job runs on it", provider,
+                         repair.node);
+    case NodeRepairState::replacing:
+      return fmt::format("ask the {} provider to replace {}", provider, repair.node);
+    case NodeRepairState::returning:
+      return fmt::format("put {} back in service once its new instance has registered",
+                         repair.node);
+    case NodeRepairState::failed:
+      break;
+  }
+  return "";
+}
+
 }  // namespace
 
 NodeKeeper::NodeKeeper(Store& store, const DaemonConfig& config, slurm::SlurmApi& slurm,
@@ -73,6 +95,7 @@ NodeKeeper::NodeKeeper(Store& store, const DaemonConfig& config, slurm::SlurmApi
       clock_(clock),
       prober_(prober),
       runner_(runner),
+      gate_(store, config, clock),
       binds_(origin::bind_map(config.heartbeat_bind)) {}
 
 NodeKeeper::~NodeKeeper() {
@@ -98,6 +121,13 @@ std::string NodeKeeper::request_replace(const std::string& node, RepairMode mode
     throw std::invalid_argument(fmt::format(
         "provider={} cannot replace nodes (set local_restart_command or use provider=command)",
         to_string(config_.provider)));
+  if (const auto why = gate_.held()) {
+    const auto what = fmt::format("mark {} FAIL ({}) and have the {} provider replace it", node,
+                                  reason, to_string(config_.provider));
+    gate_.would("replace", node, what);
+    throw ActionsHeld(
+        fmt::format("{}: would {}; nothing was done ({})", *why, what, held_advice(*why)));
+  }
   // The mark first: the engine finds the mode in the reason if it looks
   // before the record below is written, and never sees a waiting record on
   // an unmarked node.
@@ -119,6 +149,7 @@ std::string NodeKeeper::request_replace(const std::string& node, RepairMode mode
 }
 
 void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes) {
+  gate_.set_cluster_size(nodes.size());
   {
     std::lock_guard lock(mutex_);
     known_.clear();
@@ -221,6 +252,10 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
                                                                    : "before it was replaced"));
     return;
   }
+  if (repair.state != NodeRepairState::failed && gate_.held()) {
+    gate_.would("replace", name, held_step(repair, node, config_));
+    return;
+  }
   switch (repair.state) {
     case NodeRepairState::failed:
       return;  // an admin's now
@@ -271,6 +306,11 @@ bool NodeKeeper::advance_replacing(NodeRepair& repair) {
       // Its last call was cut short by a restart of the controller.
       if (repair.detail.empty()) repair.detail = "the controller restarted during the last try";
       return false;
+    }
+    // A replacement counts once, at its first call (gate.hpp).
+    if (repair.attempts == 0 && !gate_.allow(Gate::Counted::replacement, {name})) {
+      gate_.would("replace", name, held_step(repair, {}, config_));
+      return true;
     }
     ++repair.attempts;
     repair.called_at = clock_.unix_now();

@@ -20,6 +20,12 @@
 // first lets the resume engine move protected steps off the node, then sets
 // it DOWN. Each step is committed to the store with its event.
 //
+// Guard rails (gate.hpp): while the controller holds back (mode=observe,
+// paused, the circuit breaker tripped) no node is marked, drained, put back
+// or replaced; each is said as a `would` event instead. A heartbeat's mark
+// counts toward max_marks_per_hour, a replacement's first provider call
+// toward max_replacements_per_hour.
+//
 // Spares (provider=spares): each partition keeps `spares` idle nodes
 // drained with reason "spare", out of normal scheduling; the resume engine
 // takes one at once for a failed node, and a replaced node goes back to the
@@ -38,6 +44,7 @@
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/process.hpp"
 #include "autoresume/protocol.hpp"
+#include "gate.hpp"
 #include "log.hpp"
 #include "nodes/origin.hpp"
 #include "nodes/probe.hpp"
@@ -125,6 +132,11 @@ class NodeKeeper {
   // chosen as their replacements.
   void tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes);
 
+  // The guard rails (gate.hpp): asked before every action of the keeper's
+  // and of the resume engine's; the server's pause, unpause and
+  // resume_actions go to it too.
+  Gate& gate() { return gate_; }
+
   // The reason a spare node is drained with, and whether a node is a spare
   // ready to be taken.
   static constexpr const char* kSpareReason = "spare";
@@ -177,6 +189,7 @@ class NodeKeeper {
   const Clock& clock_;
   Prober& prober_;
   CommandRunner& runner_;
+  Gate gate_;
 
   std::mutex mutex_;  // guards heard_, known_ and the lookups (the server's threads use them)
   std::map<std::string, Steady::time_point> heard_;

@@ -63,6 +63,11 @@ void NodeKeeper::keep_spares(const NodeMap& nodes, const std::set<std::string>& 
         break;
       }
       short_said_.erase(partition);
+      if (gate_.held()) {
+        gate_.would("spare", pick->name,
+                    fmt::format("drain {} as a spare of partition {}", pick->name, partition));
+        break;
+      }
       slurm_.set_node_drain(pick->name, kSpareReason);
       drained.insert(pick->name);
       ++have;

@@ -325,6 +325,7 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
                        released.size() == 1 ? "it" : "them"));
     return;
   }
+  if (held_back(step, *job, found)) return;  // the guard rails: observe, paused, breaker
   if (!found.empty()) {
     std::vector<std::string> what;
     for (const auto& f : found)

@@ -112,6 +112,13 @@ class Engine {
   bool replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes);
   bool expand(StoredStep& step, const slurm::JobInfo& job);
   void relaunch(StoredStep& step, const slurm::JobInfo& job);
+  // The guard rails (observe.cpp): true when the gate holds the repair of
+  // `failed` back (said as what it would do; a step that ended is decided
+  // no_fault). What the repair would mark, and would do, in words.
+  bool held_back(StoredStep& step, const slurm::JobInfo& job, const proto::json& failed);
+  static std::vector<std::string> marks_of(const slurm::JobInfo& job, const proto::json& failed);
+  std::string would_do(const StoredStep& step, const slurm::JobInfo& job,
+                       const proto::json& failed);
   void decide(StoredStep& step, Verdict verdict, const std::string& message);
   void save(StoredStep& step, EventKind kind, const std::string& detail);
   std::vector<std::string> step_hosts(const StoredStep& step);

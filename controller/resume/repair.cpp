@@ -18,6 +18,11 @@ namespace ar {
 using namespace resume_detail;  // NOLINT: the engine's own helpers
 
 void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
+  // Paused or tripped since the fault was detected: nothing is done yet.
+  if (step.phase == RepairPhase::detected && keeper_.gate().held()) {
+    keeper_.gate().would(step, "detected", would_do(step, job, step.repair["failed"]));
+    return;
+  }
   if (step.phase == RepairPhase::detected && (!check_policy(step, job) || !take_out(step, job)))
     return;
   if (step.phase == RepairPhase::node_out && !replace(step, job, nodes)) return;

@@ -84,10 +84,12 @@ json Service::dispatch(const proto::Request& request, uid_t caller, const std::s
         .to_json();
   if (op == NodesRequest::kOp)
     return do_nodes(node_op(NodesRequest::kOp, caller), NodesRequest::from_json(body)).to_json();
+  if (op == PauseRequest::kOp || op == UnpauseRequest::kOp || op == ResumeActionsRequest::kOp)
+    return do_guard(node_op(op.c_str(), caller), op, body, caller).to_json();
   throw ProtocolError(code::kBadRequest,
                       "unknown op '" + op +
                           "' (known: hello, register, status, events, verdict, cancel, "
-                          "heartbeat, replace, nodes)");
+                          "heartbeat, replace, nodes, pause, unpause, resume_actions)");
 }
 
 proto::HelloReply Service::do_hello(const proto::HelloRequest&, uid_t caller) {
@@ -183,6 +185,7 @@ proto::StatusReply Service::do_status(const proto::StatusRequest& request, uid_t
     reply.next = stored.row;
   }
   if (reply.steps.size() == rows.size()) reply.next.reset();  // that was all
+  if (keeper_ != nullptr) reply.controller = keeper_->gate().state();
   return reply;
 }
 
@@ -235,9 +238,26 @@ proto::ReplaceReply Service::do_replace(NodeKeeper& keeper, const proto::Replace
     return {request.node, keeper.request_replace(request.node, request.mode, caller)};
   } catch (const std::invalid_argument& e) {
     throw ProtocolError(code::kBadRequest, e.what());
+  } catch (const ActionsHeld& e) {
+    throw ProtocolError(code::kUnavailable, e.what());
   } catch (const std::exception& e) {
     throw ProtocolError(code::kUnavailable, std::string("cannot ask Slurm: ") + e.what());
   }
+}
+
+proto::GuardReply Service::do_guard(NodeKeeper& keeper, const std::string& op,
+                                    const proto::json& body, uid_t caller) {
+  auto& gate = keeper.gate();
+  std::string message;
+  // unpause and resume_actions have no fields.
+  if (op == proto::PauseRequest::kOp)
+    message = gate.pause(caller, proto::PauseRequest::from_json(body).reason);
+  else if (op == proto::UnpauseRequest::kOp)
+    message = gate.unpause(caller);
+  else
+    message = gate.resume_actions(caller);
+  wake_();  // the engine looks again at once
+  return {message, gate.state()};
 }
 
 proto::NodesReply Service::do_nodes(NodeKeeper& keeper, const proto::NodesRequest&) {

@@ -55,6 +55,9 @@ class Service {
   proto::ReplaceReply do_replace(NodeKeeper& keeper, const proto::ReplaceRequest& request,
                                  uid_t caller);
   proto::NodesReply do_nodes(NodeKeeper& keeper, const proto::NodesRequest& request);
+  // The guard rails' requests (gate.hpp), on behalf of `caller`.
+  proto::GuardReply do_guard(NodeKeeper& keeper, const std::string& op, const proto::json& body,
+                             uid_t caller);
   // Refuses the caller unless privileged; unavailable without a keeper.
   NodeKeeper& node_op(const char* op, uid_t caller);
   // The step registered as run_id and attempt, if the caller may act on it.

@@ -106,7 +106,7 @@ constexpr const char* kStepColumns =
     "run_id, attempt, job_id, step_id, uid, argv, cwd, nodelist, state, created_at, ended_at,"
     " verdict, message, phase, repair, rowid";
 // PRAGMA user_version of the current schema.
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 
 StoredStep read_step(const Statement& s) {
   StoredStep out;
@@ -205,6 +205,13 @@ void Store::migrate() {
   for (const auto& [name, type] : repair_added)
     if (std::find(repair_columns.begin(), repair_columns.end(), name) == repair_columns.end())
       exec(("ALTER TABLE node_repairs ADD COLUMN " + std::string(name) + " " + type).c_str());
+  // Schema 4 lacks the guard rails' flags and counted actions.
+  exec(
+      "CREATE TABLE IF NOT EXISTS guard_flags (name TEXT PRIMARY KEY, value TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS guard_actions ("
+      " id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, kind TEXT NOT NULL,"
+      " node TEXT NOT NULL);"
+      "CREATE INDEX IF NOT EXISTS guard_actions_at ON guard_actions (kind, at);");
   exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
 }
 
@@ -563,6 +570,62 @@ void Store::remove_node_repair(const std::string& node, const EventSpec& event) 
 void Store::add_node_event(const std::string& node, const EventSpec& event, std::uint32_t job_id) {
   std::lock_guard lock(mutex_);
   transaction([&] { insert_node_event(clock_.unix_now(), node, job_id, event); });
+}
+
+std::map<std::string, proto::json> Store::guard_flags() {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, "SELECT name, value FROM guard_flags");
+  std::map<std::string, proto::json> out;
+  while (s.step()) out[s.text(0)] = proto::json::parse(s.text(1));
+  return out;
+}
+
+void Store::set_guard_flags(const GuardChanges& changes, const EventSpec& event) {
+  std::lock_guard lock(mutex_);
+  transaction([&] {
+    for (const auto& [name, value] : changes) {
+      if (value) {
+        Statement upsert(db_, "INSERT OR REPLACE INTO guard_flags (name, value) VALUES (?, ?)");
+        upsert.bind(1, name).bind(
+            2, value->dump(-1, ' ', false, proto::json::error_handler_t::replace));
+        upsert.step();
+      } else {
+        Statement remove(db_, "DELETE FROM guard_flags WHERE name = ?");
+        remove.bind(1, name);
+        remove.step();
+      }
+    }
+    insert_node_event(clock_.unix_now(), "", 0, event);
+  });
+}
+
+void Store::count_actions(const std::string& kind, const std::vector<std::string>& nodes) {
+  constexpr std::int64_t kKeep = 24 * 3600;
+  std::lock_guard lock(mutex_);
+  transaction([&] {
+    const auto now = clock_.unix_now();
+    for (const auto& node : nodes) {
+      Statement insert(db_, "INSERT INTO guard_actions (at, kind, node) VALUES (?, ?, ?)");
+      insert.bind(1, now).bind(2, kind).bind(3, node);
+      insert.step();
+    }
+    Statement old(db_, "DELETE FROM guard_actions WHERE at < ?");
+    old.bind(1, now - kKeep);
+    old.step();
+  });
+}
+
+std::uint32_t Store::actions_since(const std::string& kind, std::int64_t since) {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, "SELECT COUNT(*) FROM guard_actions WHERE kind = ? AND at >= ?");
+  s.bind(1, kind).bind(2, since);
+  s.step();
+  return static_cast<std::uint32_t>(s.integer(0));
+}
+
+void Store::forget_actions() {
+  std::lock_guard lock(mutex_);
+  exec("DELETE FROM guard_actions");
 }
 
 }  // namespace ar

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -126,6 +127,22 @@ class Store {
   // The replacement is over (done, or given up to an admin), with its event.
   void remove_node_repair(const std::string& node, const EventSpec& event);
   void add_node_event(const std::string& node, const EventSpec& event, std::uint32_t job_id = 0);
+
+  // The guard rails (controller/gate.hpp): flags kept across restarts
+  // (a pause, a tripped circuit breaker: name -> JSON), and the actions the
+  // breaker counts (node marks, replacements).
+  std::map<std::string, proto::json> guard_flags();
+  // Sets each flag named in `changes` to its value (nullopt: clears it),
+  // with the controller's event `event`, in one transaction.
+  using GuardChanges = std::map<std::string, std::optional<proto::json>>;
+  void set_guard_flags(const GuardChanges& changes, const EventSpec& event);
+  // Records one action of `kind` per node in `nodes`, now; actions older
+  // than a day are forgotten.
+  void count_actions(const std::string& kind, const std::vector<std::string>& nodes);
+  // How many actions of `kind` were recorded at `since` (unix seconds) or later.
+  std::uint32_t actions_since(const std::string& kind, std::int64_t since);
+  // Forgets every counted action (the breaker's counts start again).
+  void forget_actions();
 
  private:
   const Clock& clock_;

@@ -31,9 +31,10 @@ settings=(listen state_dir provider max_attempts backoff probe_interval probe_fa
   repair_timeout min_time_left provider_timeout provider_retries provider_backoff
   register_timeout heartbeat_timeout heartbeat_max_silent_percent retention
   auth_timeout max_unauthenticated max_user_connections reserved_fds privileged_connections
+  mode max_marks_per_hour max_replacements_per_hour
   spares provider_command munge_socket local_restart_command heartbeat_bind)
 printf '%s\n' "${settings[@]}" | sort >"$tmp/settings"
-printf '%s\n' "${settings[@]:0:22}" | sort >"$tmp/settings-unset"
+printf '%s\n' "${settings[@]:0:25}" | sort >"$tmp/settings-unset"
 cat >"$tmp/full.conf" <<'CONF'
 provider=spares
 spares=2
@@ -86,6 +87,17 @@ if "$daemon" --config "$tmp/missing.conf" --check-config >"$tmp/out" 2>&1; then
   fail "auto-resumed accepted a missing config file"
 fi
 grep -q "missing.conf" "$tmp/out" || fail "missing file not named: $(cat "$tmp/out")"
+
+# The guard rails' requests: a bad argument is refused, and named, before
+# the controller is asked (none listens at port 1).
+for bad in "pause --reason" "unpause extra" "resume-actions --now"; do
+  rc=0
+  # shellcheck disable=SC2086 # the subcommand and its argument
+  "$cli" --controller 127.0.0.1:1 $bad >"$tmp/out" 2>&1 || rc=$?
+  ((rc != 0)) || fail "auto-resume $bad was accepted"
+  grep -q -- "${bad##* }" "$tmp/out" || fail "auto-resume $bad: the bad argument is not named: $(cat "$tmp/out")"
+  if grep -q "no answer from the controller" "$tmp/out"; then fail "auto-resume $bad asked the controller"; fi
+done
 
 name=$(basename "$healthcheck")
 "$healthcheck" --help | grep -q "Usage:" || fail "$name --help prints no usage"

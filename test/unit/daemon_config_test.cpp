@@ -337,3 +337,29 @@ TEST_CASE("connection limits: defaults, settings, bounds named in errors", "[dae
   CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nmax_user_connections=0\n", "f.conf"),
                     Contains("max_user_connections") && Contains("'0'"));
 }
+
+TEST_CASE("mode and the breaker's limits parse as a count or a percent and render back",
+          "[daemon_config][guard]") {
+  const auto defaults = ar::parse_daemon_config("provider=local\n", "f.conf");
+  CHECK(defaults.mode == ar::ActionMode::act);
+  CHECK(defaults.max_marks_per_hour == ar::ActionLimit{5, true});
+  CHECK(defaults.max_replacements_per_hour == ar::ActionLimit{5, true});
+  const auto config = ar::parse_daemon_config(
+      "provider=local\nmode=observe\nmax_marks_per_hour=12\nmax_replacements_per_hour=10%\n", "f");
+  CHECK(config.mode == ar::ActionMode::observe);
+  CHECK(config.max_marks_per_hour == ar::ActionLimit{12, false});
+  CHECK(config.max_marks_per_hour.of(1000) == 12);
+  CHECK(config.max_replacements_per_hour == ar::ActionLimit{10, true});
+  CHECK(config.max_replacements_per_hour.of(95) == 10);
+  const auto again = ar::parse_daemon_config(ar::render(config), "r");
+  CHECK(again.mode == config.mode);
+  CHECK(again.max_marks_per_hour == config.max_marks_per_hour);
+  CHECK(again.max_replacements_per_hour == config.max_replacements_per_hour);
+  for (const auto* bad : {"0", "0%", "101%", "5 %", "%", "lots", "-1", "1000001"})
+    CHECK_THROWS_WITH(
+        ar::parse_daemon_config(std::string("provider=local\nmax_marks_per_hour=") + bad, "f.conf"),
+        Contains("f.conf:2:") && Contains("'" + std::string(bad) + "'") &&
+            Contains("a count (1 to 1000000) or a percent of the nodes (1% to 100%)"));
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nmode=watch\n", "f.conf"),
+                    Contains("f.conf:2:") && Contains("'watch'") && Contains("act or observe"));
+}

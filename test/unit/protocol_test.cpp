@@ -492,3 +492,31 @@ TEST_CASE("an error naming a refused value fits in a reply line", "[protocol]") 
     }
   }
 }
+
+TEST_CASE("the guard rails' requests and replies go over the wire and parse back",
+          "[protocol][guard]") {
+  CHECK(std::string(proto::PauseRequest::kOp) == "pause");
+  CHECK(std::string(proto::UnpauseRequest::kOp) == "unpause");
+  CHECK(std::string(proto::ResumeActionsRequest::kOp) == "resume_actions");
+  CHECK(round_trip(proto::PauseRequest{"kernel"}, R"({"reason":"kernel"})").reason == "kernel");
+  round_trip(proto::PauseRequest{}, "{}");
+  round_trip(proto::UnpauseRequest{}, "{}");
+  round_trip(proto::ResumeActionsRequest{}, "{}");
+  proto::GuardReply reply{"paused", {"observe", true, "by uid 0", false, "", 1, 2, 0, 3}};
+  const auto back = round_trip(
+      reply, R"({"controller":{"marks":1,"max_marks":2,"max_replacements":3,"mode":"observe",)"
+             R"("paused":true,"paused_detail":"by uid 0","replacements":0,"tripped":false},)"
+             R"("message":"paused"})");
+  CHECK(back.controller.paused_detail == "by uid 0");
+  CHECK(back.controller.max_replacements == 3);
+  proto::StatusReply status;
+  status.controller = reply.controller;
+  CHECK(round_trip(status, R"({"controller":{"marks":1,"max_marks":2,"max_replacements":3,)"
+                           R"("mode":"observe","paused":true,"paused_detail":"by uid 0",)"
+                           R"("replacements":0,"tripped":false},"steps":[]})")
+            .controller->mode == "observe");
+  auto wrong = reply.to_json();
+  wrong["controller"]["mode"] = "watch";
+  CHECK_THROWS_WITH(proto::GuardReply::from_json(wrong),
+                    "field 'controller': field 'mode': unknown mode 'watch' (known: act, observe)");
+}

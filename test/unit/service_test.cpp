@@ -106,6 +106,8 @@ json fields_of(const std::string& op) {
   if (op == "verdict") return {{"run_id", "r"}, {"attempt", 0}};
   if (op == "cancel") return {{"run_id", "r"}, {"attempt", 0}, {"reason", "Ctrl-C"}};
   if (op == "heartbeat") return {{"node", "node1"}};
+  if (op == "pause") return {{"reason", "maintenance"}};
+  if (op == "unpause" || op == "resume_actions") return json::object();
   return {{"node", "node4"}, {"mode", "wait"}};  // replace
 }
 
@@ -115,7 +117,9 @@ std::string expected(const std::string& op, uid_t caller, ar::StepState state) {
   const bool privileged = caller == kRoot || caller == kSlurmUser;
   const bool owns = caller == kOwner || privileged;
   if (op == "hello" || op == "status" || op == "events") return "ok";
-  if (op == "heartbeat" || op == "replace" || op == "nodes") return privileged ? "ok" : "forbidden";
+  if (op == "heartbeat" || op == "replace" || op == "nodes" || op == "pause" || op == "unpause" ||
+      op == "resume_actions")
+    return privileged ? "ok" : "forbidden";
   if (!owns) return "forbidden";
   // One protected launch per job: a second one waits for the first's verdict.
   if (op == "register") return state == ar::StepState::decided ? "ok" : "bad_request";
@@ -145,8 +149,9 @@ TEST_CASE("a heartbeat is taken only from its node's address, and only once the 
 }
 
 TEST_CASE("each operation by each caller for a step in each state", "[service]") {
-  const std::vector<std::string> ops{"hello",  "register",  "status",  "events", "verdict",
-                                     "cancel", "heartbeat", "replace", "nodes"};
+  const std::vector<std::string> ops{"hello",   "register", "status",    "events",
+                                     "verdict", "cancel",   "heartbeat", "replace",
+                                     "nodes",   "pause",    "unpause",   "resume_actions"};
   for (const auto state : {ar::StepState::registered, ar::StepState::ended,
                            ar::StepState::repairing, ar::StepState::decided})
     for (const auto caller : {kOwner, kOther, kRoot, kSlurmUser})
@@ -411,4 +416,57 @@ TEST_CASE("a step past its deadline is answered give_up by the server when nothi
         state == ar::StepState::ended ? "no verdict within end_window=" : "the repair did not "));
     CHECK(rig.store->find("r", 0)->verdict == ar::Verdict::give_up);
   }
+}
+
+TEST_CASE(
+    "pause and unpause are for root and SlurmUser, status shows them, and a pause survives "
+    "a restart",
+    "[service][guard]") {
+  ServiceRig rig;
+  auto reply = rig.ask("pause", {{"reason", "maintenance"}}, kOwner);
+  CHECK(outcome(reply) == "forbidden");
+  CHECK(reply["error"]["message"] == "pause is for root and SlurmUser, not uid 1000");
+  CHECK_FALSE(rig.keeper->gate().held());
+  CHECK(rig.wakes == 0);
+  reply = rig.ask("pause", {{"reason", "maintenance"}}, kRoot);
+  REQUIRE(outcome(reply) == "ok");
+  CHECK(reply["result"]["message"] ==
+        "paused by uid 0 (maintenance): the controller acts on nothing until auto-resume unpause");
+  CHECK(reply["result"]["controller"]["paused"] == true);
+  // Everyone sees whether the controller acts.
+  reply = rig.ask("status", json::object(), kOwner);
+  REQUIRE(outcome(reply) == "ok");
+  const auto controller = ar::proto::GuardState::from_json(reply["result"]["controller"]);
+  CHECK(controller.mode == "act");
+  CHECK(controller.paused);
+  CHECK_THAT(controller.paused_detail, Catch::StartsWith("by uid 0 since "));
+  CHECK_THAT(controller.paused_detail, Catch::EndsWith(": maintenance"));
+  CHECK_FALSE(controller.tripped);
+  CHECK(controller.max_marks == 2);
+  // A restarted controller is still paused.
+  ar::NodeKeeper restarted(*rig.store, rig.config, rig.slurm, rig.clock, rig.prober, rig.runner);
+  CHECK(restarted.gate().held() == "paused");
+  CHECK(outcome(rig.ask("unpause", json::object(), kOther)) == "forbidden");
+  reply = rig.ask("unpause", json::object(), kSlurmUser);
+  REQUIRE(outcome(reply) == "ok");
+  CHECK(reply["result"]["message"] == "unpaused by uid 64030: the controller acts again");
+  CHECK(reply["result"]["controller"]["paused"] == false);
+  CHECK(rig.ask("unpause", json::object(), kRoot)["result"]["message"] == "not paused");
+  CHECK(rig.ask("resume_actions", json::object(), kRoot)["result"]["message"] ==
+        "the circuit breaker is not tripped");
+}
+
+TEST_CASE("a pause's reason is bounded and a replace while observing is refused with the reason",
+          "[service][guard]") {
+  ServiceRig rig;
+  auto reply = rig.ask("pause", {{"reason", std::string(300, 'x')}}, kRoot);
+  CHECK(outcome(reply) == "bad_request");
+  CHECK(reply["error"]["message"] == "field 'reason' is longer than 256 bytes");
+  rig.config.mode = ar::ActionMode::observe;
+  reply = rig.ask("replace", {{"node", "node4"}}, kRoot);
+  CHECK(outcome(reply) == "unavailable");
+  CHECK(reply["error"]["message"] ==
+        "observe: would mark node4 FAIL (Action:Replace) and have the local provider replace it; "
+        "nothing was done (mode=observe in the controller's configuration)");
+  CHECK(rig.slurm.updates.empty());
 }

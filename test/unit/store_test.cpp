@@ -305,3 +305,39 @@ TEST_CASE("a database of the third schema gains the provider's call time and the
   store.save_node_repair(asked, {ar::EventKind::waiting, "w"});
   CHECK(store.node_repair("node2")->requested_by == 0);
 }
+
+TEST_CASE("a database of the fourth schema gains the guard rails' flags and counted actions",
+          "[store][guard]") {
+  TempDir dir;
+  {
+    ar::Store store(dir.path);  // today's schema, then back to the fourth
+  }
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((dir.path / "auto-resume.db").c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db,
+                         "DROP TABLE guard_flags; DROP TABLE guard_actions;"
+                         "PRAGMA user_version = 4;",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  {
+    ar::Store store(dir.path);
+    CHECK(store.guard_flags().empty());
+    store.set_guard_flags({{"paused", ar::proto::json{{"uid", 0}}}, {"tripped", std::nullopt}},
+                          {ar::EventKind::paused, "paused by uid 0"});
+    store.count_actions("mark", {"node1", "node2"});
+  }
+  ar::Store store(dir.path);
+  const auto flags = store.guard_flags();
+  REQUIRE(flags.size() == 1);
+  CHECK(flags.at("paused")["uid"] == 0);
+  CHECK(store.actions_since("mark", 0) == 2);
+  CHECK(store.actions_since("replacement", 0) == 0);
+  const auto events = store.events(std::nullopt, 0);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].kind == "paused");
+  CHECK(events[0].node.empty());
+  store.forget_actions();
+  CHECK(store.actions_since("mark", 0) == 0);
+}

@@ -3,6 +3,7 @@
 // setting per line, `#` starts a comment, keys are case-insensitive.
 
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -34,6 +35,25 @@ struct HeartbeatBind {
 };
 
 std::string_view to_string(ProviderKind kind);
+
+// Whether the controller acts on what it finds (`act`), or only says what it
+// would do (`observe`: no mark, drain, shrink, requeue, relaunch or
+// replacement; docs/guard.md).
+enum class ActionMode { act, observe };
+std::string_view to_string(ActionMode mode);
+
+// A circuit breaker's limit per hour: a count of actions, or a percent of
+// the nodes slurmctld lists (at least kMinimum actions then).
+struct ActionLimit {
+  unsigned value = 5;
+  bool percent = true;
+  static constexpr unsigned kMinimum = 2;
+
+  // The count the limit allows among `nodes` nodes.
+  unsigned of(std::size_t nodes) const;
+  std::string str() const;  // "5%" or "12"
+  bool operator==(const ActionLimit&) const = default;
+};
 
 struct DaemonConfig {
   Endpoint listen{"127.0.0.1", kDefaultPort};
@@ -107,6 +127,15 @@ struct DaemonConfig {
   // of these entries (`NODES=ADDRESS[/PREFIX]`, blank-separated) for the
   // node. This catches an agent started with another node's --node.
   std::vector<HeartbeatBind> heartbeat_bind;
+
+  // Guard rails (docs/guard.md): `observe` acts on nothing and says what it
+  // would have done. The circuit breaker: more node marks (FAIL or DOWN set
+  // by the controller) or node replacements (provider calls) within an
+  // hour than these allow stop every action until an admin's
+  // `auto-resume resume-actions`.
+  ActionMode mode = ActionMode::act;
+  ActionLimit max_marks_per_hour{};
+  ActionLimit max_replacements_per_hour{};
 
   // Connections (docs/protocol.md, "Limits"). A connection that has not
   // authenticated (sent its first request) within auth_timeout is closed;

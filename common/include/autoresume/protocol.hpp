@@ -112,6 +112,24 @@ struct CancelReply;
 struct HeartbeatReply;
 struct ReplaceReply;
 struct NodesReply;
+struct GuardReply;
+
+// Whether the controller acts (docs/guard.md): its mode, an admin's pause,
+// the circuit breaker, and the actions counted within the last hour.
+struct GuardState {
+  std::string mode = "act";    // act or observe (the configuration's `mode`)
+  bool paused = false;         // `pause`d by an admin
+  std::string paused_detail;   // who paused it, when and why; left out when empty
+  bool tripped = false;        // the circuit breaker stopped every action
+  std::string tripped_detail;  // which limit, with the counts; left out when empty
+  std::uint32_t marks = 0;     // node marks within the last hour
+  std::uint32_t max_marks = 0;
+  std::uint32_t replacements = 0;  // node replacements within the last hour
+  std::uint32_t max_replacements = 0;
+
+  json to_json() const;
+  static GuardState from_json(const json& item);
+};
 
 // `hello`: no fields.
 struct HelloRequest {
@@ -179,7 +197,8 @@ struct StatusReply {
     static Step from_json(const json& item);
   };
   std::vector<Step> steps;
-  std::optional<std::int64_t> next;  // more steps: ask again with before=next
+  std::optional<std::int64_t> next;      // more steps: ask again with before=next
+  std::optional<GuardState> controller;  // whether the controller acts
 
   json to_json() const;
   static StatusReply from_json(const json& result);
@@ -347,6 +366,37 @@ struct NodesReply {
 
   json to_json() const;
   static NodesReply from_json(const json& result);
+};
+
+// `pause`, `unpause`, `resume_actions` (root and SlurmUser): the guard
+// rails. A pause stops every action until `unpause`; `resume_actions`
+// closes a tripped circuit breaker.
+struct PauseRequest {
+  static constexpr const char* kOp = "pause";
+  using Reply = GuardReply;
+  std::string reason;  // left out of the JSON when empty
+
+  json to_json() const;
+  static PauseRequest from_json(const json& body);
+};
+struct UnpauseRequest {
+  static constexpr const char* kOp = "unpause";
+  using Reply = GuardReply;
+  json to_json() const;
+  static UnpauseRequest from_json(const json& body);
+};
+struct ResumeActionsRequest {
+  static constexpr const char* kOp = "resume_actions";
+  using Reply = GuardReply;
+  json to_json() const;
+  static ResumeActionsRequest from_json(const json& body);
+};
+struct GuardReply {
+  std::string message;  // what was done
+  GuardState controller;
+
+  json to_json() const;
+  static GuardReply from_json(const json& result);
 };
 
 }  // namespace ar::proto

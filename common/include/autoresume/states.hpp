@@ -78,6 +78,12 @@ enum class EventKind {
   // the resume engine's probes
   probe_crowd,
   probe_disputed,
+  // guard rails (docs/guard.md)
+  would,
+  paused,
+  unpaused,
+  breaker_tripped,
+  actions_resumed,
 };
 
 namespace name_tables {
@@ -105,19 +111,21 @@ struct Table<NodeRepairState> {
 };
 template <>
 struct Table<EventKind> {
-  static constexpr std::array<std::string_view, 36> value{
-      "registered",     "ended",           "detected",
-      "node_out",       "spare_taken",     "replaced",
-      "replaced_all",   "expand_helper",   "expand_retry",
-      "merged",         "expanded",        "error",
-      "relaunch",       "requeued",        "give_up",
-      "cancelled",      "no_fault",        "replace_requested",
-      "waiting",        "forced",          "jobs_gone",
-      "provider",       "provider_done",   "provider_failed",
-      "replace_failed", "replace_dropped", "replaced",
-      "marked",         "stalled",         "heartbeat_crowd",
-      "heartbeat_late", "no_provider",     "spare_added",
-      "spares_short",   "probe_crowd",     "probe_disputed"};
+  static constexpr std::array<std::string_view, 41> value{
+      "registered",      "ended",           "detected",
+      "node_out",        "spare_taken",     "replaced",
+      "replaced_all",    "expand_helper",   "expand_retry",
+      "merged",          "expanded",        "error",
+      "relaunch",        "requeued",        "give_up",
+      "cancelled",       "no_fault",        "replace_requested",
+      "waiting",         "forced",          "jobs_gone",
+      "provider",        "provider_done",   "provider_failed",
+      "replace_failed",  "replace_dropped", "replaced",
+      "marked",          "stalled",         "heartbeat_crowd",
+      "heartbeat_late",  "no_provider",     "spare_added",
+      "spares_short",    "probe_crowd",     "probe_disputed",
+      "would",           "paused",          "unpaused",
+      "breaker_tripped", "actions_resumed"};
 };
 
 // A table per enum, as long as the enum.
@@ -128,7 +136,7 @@ static_assert(Table<RepairMode>::value.size() == static_cast<std::size_t>(Repair
 static_assert(Table<NodeRepairState>::value.size() ==
               static_cast<std::size_t>(NodeRepairState::failed) + 1);
 static_assert(Table<EventKind>::value.size() ==
-              static_cast<std::size_t>(EventKind::probe_disputed) + 1);
+              static_cast<std::size_t>(EventKind::actions_resumed) + 1);
 }  // namespace name_tables
 
 template <typename E>

@@ -1,0 +1,235 @@
+#include "gate.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "autoresume/text.hpp"
+#include "log.hpp"
+
+namespace ar {
+
+namespace {
+
+constexpr const char* kPaused = "paused";
+constexpr const char* kTripped = "tripped";
+constexpr std::int64_t kHour = 3600;
+
+const char* name_of(Gate::Counted kind) {
+  return kind == Gate::Counted::mark ? "mark" : "replacement";
+}
+
+const char* setting_of(Gate::Counted kind) {
+  return kind == Gate::Counted::mark ? "max_marks_per_hour" : "max_replacements_per_hour";
+}
+
+std::string utc(std::int64_t unix_seconds) {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z",
+                     std::chrono::sys_seconds(std::chrono::seconds(unix_seconds)));
+}
+
+// At most a few names: a breaker's detail is shown in every status reply.
+std::string listed(const std::vector<std::string>& nodes) {
+  constexpr std::size_t kShown = 8;
+  if (nodes.size() <= kShown) return join(nodes, ", ");
+  return join(std::vector<std::string>(nodes.begin(), nodes.begin() + kShown), ", ") +
+         fmt::format(" and {} more", nodes.size() - kShown);
+}
+
+std::string step_key(const StoredStep& step) {
+  return fmt::format("step {}#{}", step.step.run_id, step.step.attempt);
+}
+
+}  // namespace
+
+std::string held_advice(const std::string& why) {
+  if (why == "paused") return "the controller is paused until auto-resume unpause";
+  if (why == "breaker") return "the circuit breaker is tripped until auto-resume resume-actions";
+  return "mode=observe in the controller's configuration";
+}
+
+Gate::Gate(Store& store, const DaemonConfig& config, const Clock& clock)
+    : store_(store), config_(config), clock_(clock), flags_(store.guard_flags()) {
+  if (config_.mode == ActionMode::observe)
+    log::info(
+        "mode=observe: the controller marks, shrinks, requeues, relaunches and replaces nothing, "
+        "and says what it would do");
+  if (const auto it = flags_.find(kPaused); it != flags_.end())
+    log::warn("paused since {} by uid {}: the controller acts on nothing until auto-resume unpause",
+              utc(it->second.value("at", 0)), it->second.value("uid", 0));
+  if (const auto it = flags_.find(kTripped); it != flags_.end())
+    log::warn("the circuit breaker is tripped: {}", it->second.value("detail", std::string()));
+}
+
+std::optional<std::string> Gate::held_locked() const {
+  if (config_.mode == ActionMode::observe) return "observe";
+  if (flags_.contains(kPaused)) return "paused";
+  if (flags_.contains(kTripped)) return "breaker";
+  return std::nullopt;
+}
+
+std::optional<std::string> Gate::held() {
+  std::lock_guard lock(mutex_);
+  return held_locked();
+}
+
+std::uint32_t Gate::counted(Counted kind) {
+  return store_.actions_since(name_of(kind), clock_.unix_now() - kHour);
+}
+
+unsigned Gate::limit(Counted kind) const {
+  const auto& setting =
+      kind == Counted::mark ? config_.max_marks_per_hour : config_.max_replacements_per_hour;
+  return setting.of(nodes_);
+}
+
+bool Gate::allow(Counted kind, const std::vector<std::string>& nodes) {
+  std::lock_guard lock(mutex_);
+  if (held_locked()) return false;
+  if (nodes.empty()) return true;
+  const auto done = counted(kind);
+  if (done + nodes.size() > limit(kind)) {
+    trip(kind, done, nodes);
+    return false;
+  }
+  store_.count_actions(name_of(kind), nodes);
+  return true;
+}
+
+void Gate::trip(Counted kind, std::uint32_t done, const std::vector<std::string>& nodes) {
+  const auto& setting =
+      kind == Counted::mark ? config_.max_marks_per_hour : config_.max_replacements_per_hour;
+  const auto detail = fmt::format(
+      "the circuit breaker tripped on node {}s: {} within the last hour and {} more now ({}) "
+      "would pass {}={}{}; the controller acts on nothing until auto-resume resume-actions",
+      name_of(kind), done, nodes.size(), listed(nodes), setting_of(kind), setting.str(),
+      setting.percent ? fmt::format(" ({} of {} nodes)", limit(kind), nodes_) : "");
+  log::warn("breaker: {}", detail);
+  change(
+      {{kTripped,
+        proto::json{{"limit", setting_of(kind)}, {"at", clock_.unix_now()}, {"detail", detail}}}},
+      EventKind::breaker_tripped, 0, detail);
+}
+
+void Gate::change(const Store::GuardChanges& changes, EventKind kind, uid_t by,
+                  const std::string& detail) {
+  store_.set_guard_flags(changes, {kind, detail});
+  for (const auto& [flag, value] : changes) {
+    if (value)
+      flags_[flag] = *value;
+    else
+      flags_.erase(flag);
+  }
+  said_.clear();
+  log::audit({by, std::string(ar::name_of(kind)), ""}, ar::name_of(kind), detail);
+}
+
+bool Gate::first_time(const std::string& key, const std::string& episode) {
+  // Bounded: a subject whose episode never settles (a step decided
+  // meanwhile) is forgotten with the rest, and said again at worst.
+  constexpr std::size_t kMaxSaid = 10'000;
+  if (said_.size() >= kMaxSaid) said_.clear();
+  const auto [it, added] = said_.try_emplace(key, episode);
+  if (!added && it->second == episode) return false;
+  it->second = episode;
+  return true;
+}
+
+void Gate::would(const StoredStep& step, const std::string& episode, const std::string& what) {
+  std::lock_guard lock(mutex_);
+  if (!first_time(step_key(step), episode)) return;
+  const auto why = held_locked().value_or("observe");
+  log::info("{}: would {} (job {}, run {})", why, what, step.step.job_id,
+            printable(step.step.run_id));
+  store_.add_event(step, {EventKind::would, fmt::format("{}: would {}", why, what)});
+}
+
+void Gate::would(const std::string& scope, const std::string& node, const std::string& what) {
+  std::lock_guard lock(mutex_);
+  if (!first_time(scope + " " + node, what)) return;
+  const auto why = held_locked().value_or("observe");
+  log::info("{}: would {}", why, what);
+  store_.add_node_event(node, {EventKind::would, fmt::format("{}: would {}", why, what)});
+}
+
+void Gate::settle(const std::string& scope, const std::set<std::string>& current) {
+  std::lock_guard lock(mutex_);
+  const auto prefix = scope + " ";
+  std::erase_if(said_, [&](const auto& entry) {
+    return entry.first.starts_with(prefix) && !current.contains(entry.first.substr(prefix.size()));
+  });
+}
+
+void Gate::settle(const StoredStep& step) {
+  std::lock_guard lock(mutex_);
+  said_.erase(step_key(step));
+}
+
+void Gate::set_cluster_size(std::size_t nodes) {
+  std::lock_guard lock(mutex_);
+  nodes_ = nodes;
+}
+
+std::string Gate::pause(uid_t by, const std::string& reason) {
+  std::lock_guard lock(mutex_);
+  if (const auto it = flags_.find(kPaused); it != flags_.end())
+    return fmt::format("paused already, since {} by uid {}", utc(it->second.value("at", 0)),
+                       it->second.value("uid", 0));
+  const auto detail =
+      fmt::format("paused by uid {}{}: the controller acts on nothing until auto-resume unpause",
+                  by, reason.empty() ? "" : " (" + reason + ")");
+  change({{kPaused, proto::json{{"uid", by}, {"at", clock_.unix_now()}, {"reason", reason}}}},
+         EventKind::paused, by, detail);
+  return detail;
+}
+
+std::string Gate::unpause(uid_t by) {
+  std::lock_guard lock(mutex_);
+  if (!flags_.contains(kPaused)) return "not paused";
+  const auto detail =
+      fmt::format("unpaused by uid {}{}", by,
+                  config_.mode == ActionMode::observe ? " (mode=observe still holds)"
+                  : flags_.contains(kTripped)         ? " (the circuit breaker still holds)"
+                                                      : ": the controller acts again");
+  change({{kPaused, std::nullopt}}, EventKind::unpaused, by, detail);
+  return detail;
+}
+
+std::string Gate::resume_actions(uid_t by) {
+  std::lock_guard lock(mutex_);
+  if (!flags_.contains(kTripped)) return "the circuit breaker is not tripped";
+  const auto detail =
+      fmt::format("the circuit breaker was reset by uid {}: the counts start again from 0{}", by,
+                  config_.mode == ActionMode::observe ? " (mode=observe still holds)"
+                  : flags_.contains(kPaused)          ? " (the pause still holds)"
+                                                      : "; the controller acts again");
+  store_.forget_actions();
+  change({{kTripped, std::nullopt}}, EventKind::actions_resumed, by, detail);
+  return detail;
+}
+
+proto::GuardState Gate::state() {
+  std::lock_guard lock(mutex_);
+  proto::GuardState out;
+  out.mode = std::string(to_string(config_.mode));
+  if (const auto it = flags_.find(kPaused); it != flags_.end()) {
+    out.paused = true;
+    const auto reason = it->second.value("reason", std::string());
+    out.paused_detail =
+        fmt::format("by uid {} since {}{}", it->second.value("uid", 0),
+                    utc(it->second.value("at", 0)), reason.empty() ? "" : ": " + reason);
+  }
+  if (const auto it = flags_.find(kTripped); it != flags_.end()) {
+    out.tripped = true;
+    out.tripped_detail = it->second.value("detail", std::string());
+  }
+  out.marks = counted(Counted::mark);
+  out.max_marks = limit(Counted::mark);
+  out.replacements = counted(Counted::replacement);
+  out.max_replacements = limit(Counted::replacement);
+  return out;
+}
+
+}  // namespace ar
