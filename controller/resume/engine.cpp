@@ -105,6 +105,7 @@ void Engine::tick() {
   if (steps.empty()) {
     failed_probes_.clear();
     step_nodes_.clear();
+    said_old_step_.clear();
     return;
   }
   if (config_.probe_failures > 0 && clock_.now() - last_probe_ >= config_.probe_interval) {
@@ -128,7 +129,11 @@ void Engine::tick() {
         log::warn("step {} ({}): {}", k,
                   step.phase == RepairPhase::none ? name_of(step.state) : name_of(step.phase),
                   e.what());
-        store_.add_event(step, {EventKind::error, e.what()});
+        try {
+          store_.add_event(step, {EventKind::error, e.what()});
+        } catch (const std::exception&) {
+          // the store's own trouble (its disk full): the line above says it
+        }
       }
     }
   }
@@ -151,10 +156,14 @@ std::vector<std::string> Engine::step_hosts(const StoredStep& step) {
 }
 
 void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
+  // The nodes of every step not decided: during a repair as well (a second
+  // node may die meanwhile), with the replacements chosen for it.
   std::set<std::string> wanted;
-  for (const auto& step : steps)
-    if (step.state == StepState::registered || step.state == StepState::ended)
-      for (const auto& host : step_hosts(step)) wanted.insert(host);
+  for (const auto& step : steps) {
+    for (const auto& host : step_hosts(step)) wanted.insert(host);
+    if (step.repair.contains("replacements"))
+      for (const auto& host : step.repair["replacements"]) wanted.insert(host);
+  }
   std::vector<std::string> probed;
   std::vector<ProbeTarget> targets;
   for (const auto& host : wanted) {
@@ -171,25 +180,32 @@ void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
   failed_probes_ = std::move(next);
 }
 
+NodeHealth Engine::health_of(const std::string& host, bool in_job, const NodeMap& nodes,
+                             std::int64_t& instance) {
+  NodeHealth health;
+  const auto it = nodes.find(host);
+  health.known = it != nodes.end();
+  health.in_job = in_job;
+  instance = 0;
+  if (health.known) {
+    const auto& node = *it->second;
+    health.down = node.down;
+    health.fail = node.fail;
+    health.not_responding = node.not_responding;
+    health.reason = node.reason;
+    instance = node.slurmd_start_time;
+  }
+  if (const auto probes = failed_probes_.find(host); probes != failed_probes_.end())
+    health.failed_probes = probes->second;
+  return health;
+}
+
 proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
                            std::vector<std::string>& released) {
   auto found = proto::json::array();
   for (const auto& host : step_hosts(step)) {
-    NodeHealth health;
-    const auto it = nodes.find(host);
-    health.known = it != nodes.end();
-    health.in_job = contains(job.hosts, host);
     std::int64_t instance = 0;
-    if (health.known) {
-      const auto& node = *it->second;
-      health.down = node.down;
-      health.fail = node.fail;
-      health.not_responding = node.not_responding;
-      health.reason = node.reason;
-      instance = node.slurmd_start_time;
-    }
-    if (const auto probes = failed_probes_.find(host); probes != failed_probes_.end())
-      health.failed_probes = probes->second;
+    const auto health = health_of(host, contains(job.hosts, host), nodes, instance);
     if (const auto why = node_fault(health, config_.probe_failures))
       found.push_back({{"node", host}, {"why", *why}, {"instance", instance}});
     else if (health.known && !health.in_job)
@@ -202,7 +218,25 @@ bool Engine::overdue(StoredStep& step) {
   const auto by = decide_by(step, config_);
   if (!by || clock_.unix_now() <= *by) return false;
   const bool repairing = step.state == StepState::repairing;
-  decide(step, Verdict::give_up, ar::overdue(step, config_));
+  const auto k = key(step);
+  const bool unstored = give_up_unstored_.contains(k);
+  try {
+    decide(step, Verdict::give_up, ar::overdue(step, config_));
+    if (give_up_unstored_.erase(k) > 0) log::info("step {}: its give_up is stored now", k);
+  } catch (const DecidedMeanwhile&) {
+    give_up_unstored_.erase(k);
+    return true;
+  } catch (const std::exception& e) {
+    // The server answers srun give_up from decide_by all the same; the
+    // store is asked again at each tick, and this is said once.
+    if (unstored) return true;
+    give_up_unstored_.insert(k);
+    log::warn(
+        "step {}: past its deadline, but its give_up cannot be stored (srun hears it from "
+        "the server all the same): {}",
+        k, e.what());
+  }
+  if (unstored) return true;  // the step and its helpers went already
   // What is left of the step and the repair's helpers go, if slurmctld
   // can be asked; the verdict stands either way.
   try {
