@@ -158,11 +158,17 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
   }
   // Each part on its own: one that fails (slurmctld refusing a change) must
   // not hold up the others, nor the resume engine after them.
-  auto guarded = [](const char* what, const auto& part) {
+  // Each said once while it fails the same way (the tick comes twice a
+  // second), and once when it works again.
+  auto guarded = [this](const char* what, const auto& part) {
     try {
       part();
+      if (errors_said_.erase(what) > 0) log::info("{}: working again", what);
     } catch (const std::exception& e) {
-      log::warn("{}: {}", what, e.what());
+      if (auto& said = errors_said_[what]; said != e.what()) {
+        said = e.what();
+        log::warn("{}: {}", what, e.what());
+      }
     }
   };
   guarded("heartbeats", [&] { watch_heartbeats(nodes); });
@@ -176,11 +182,19 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
   for (auto& repair : store_.node_repairs()) {
     try {
       advance(repair, nodes, protected_nodes);
+      errors_said_.erase("replacement of " + repair.node);
     } catch (const std::exception& e) {
-      // Asked again at the next tick; said once while it persists.
-      if (repair.detail != e.what()) {
+      // Asked again at the next tick; said once while it persists, also
+      // when the store cannot take it.
+      if (auto& said = errors_said_["replacement of " + repair.node];
+          repair.detail != e.what() && said != e.what()) {
+        said = e.what();
         repair.detail = e.what();
-        save(repair, EventKind::error, e.what());
+        try {
+          save(repair, EventKind::error, e.what());
+        } catch (const std::exception& unstored) {
+          log::warn("{}: {} (not stored: {})", repair.node, e.what(), unstored.what());
+        }
       }
     }
   }

@@ -235,6 +235,9 @@ class NodeKeeper {
   std::map<std::string, Steady::time_point> probed_;            // last deep probe of a silent node
   std::map<std::string, std::vector<std::string>> partitions_;  // provider=spares
   Steady::time_point partitions_read_{};
+  // The last error said per tick part ("heartbeats", "replacements",
+  // "spares") and per replaced node, while it persists.
+  std::map<std::string, std::string> errors_said_;
   std::set<std::string> short_said_;  // partitions whose "no idle node for a spare" is out
 };
 

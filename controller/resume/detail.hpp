@@ -40,9 +40,14 @@ inline std::string key(const StoredStep& step) {
 struct DecidedMeanwhile {};
 
 // How long a relaunch waits for the old step to leave the nodes. Its tasks
-// are gone within a second of the SIGKILL; its record may stay for minutes
-// when its first node died, which the relaunch's --overlap allows for.
+// are gone within a second of the SIGKILL. A record slurmctld still lists
+// then is cancelled again, once per grace (a slurmctld restarted since the
+// cancel recovers the record, and a new step waits for the CPUs it holds),
+// until kOldStepGone after the merge; then the relaunch goes ahead, its
+// --overlap allowing for a record that stays. One whose first node died
+// stays for minutes: the relaunch does not wait past the grace for it.
 inline constexpr seconds kOldStepGrace{5};
+inline constexpr seconds kOldStepGone{60};
 // How long a registered step may be missing from Slurm before it is over.
 inline constexpr seconds kLostStepGrace{15};
 // How long a helper allocation may stay pending before another node is chosen.

@@ -106,6 +106,7 @@ void Engine::tick() {
     for (const auto& [host, count] : failed_probes_) keeper_.forget_peers(host);
     failed_probes_.clear();
     step_nodes_.clear();
+    said_old_step_.clear();
     return;
   }
   if (config_.probe_failures > 0 && clock_.now() - last_probe_ >= config_.probe_interval) {
@@ -129,7 +130,11 @@ void Engine::tick() {
         log::warn("step {} ({}): {}", k,
                   step.phase == RepairPhase::none ? name_of(step.state) : name_of(step.phase),
                   e.what());
-        store_.add_event(step, {EventKind::error, e.what()});
+        try {
+          store_.add_event(step, {EventKind::error, e.what()});
+        } catch (const std::exception&) {
+          // the store's own trouble (its disk full): the line above says it
+        }
       }
     }
   }
@@ -152,14 +157,17 @@ std::vector<std::string> Engine::step_hosts(const StoredStep& step) {
 }
 
 void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
-  // Each node to probe, with the nodes it runs steps with (their agents
-  // are asked first to cross-check it).
+  // Each node of every step not decided, during a repair as well (a second
+  // node may die meanwhile) with the replacements chosen for it, and the
+  // nodes it runs steps with (their agents are asked first to cross-check
+  // it).
   std::map<std::string, std::set<std::string>> wanted;
-  for (const auto& step : steps)
-    if (step.state == StepState::registered || step.state == StepState::ended) {
-      const auto hosts = step_hosts(step);
-      for (const auto& host : hosts) wanted[host].insert(hosts.begin(), hosts.end());
-    }
+  for (const auto& step : steps) {
+    auto hosts = step_hosts(step);
+    if (step.repair.contains("replacements"))
+      for (const auto& host : step.repair["replacements"]) hosts.push_back(host);
+    for (const auto& host : hosts) wanted[host].insert(hosts.begin(), hosts.end());
+  }
   std::vector<std::string> probed;
   std::vector<ProbeTarget> targets;
   for (const auto& [host, near] : wanted) {
@@ -255,30 +263,41 @@ std::optional<std::string> Engine::probe_fault(const std::string& host, unsigned
   return fmt::format("{} ({})", silent, check.detail);
 }
 
+NodeHealth Engine::health_of(const std::string& host, bool in_job, const NodeMap& nodes,
+                             std::int64_t& instance) {
+  NodeHealth health;
+  const auto it = nodes.find(host);
+  health.known = it != nodes.end();
+  health.in_job = in_job;
+  instance = 0;
+  if (health.known) {
+    const auto& node = *it->second;
+    health.down = node.down;
+    health.fail = node.fail;
+    health.not_responding = node.not_responding;
+    health.reason = node.reason;
+    instance = node.slurmd_start_time;
+  }
+  return health;
+}
+
+std::optional<std::string> Engine::fault_of(const std::string& host, const NodeHealth& health) {
+  // Slurm's word first; the probes' only once cross-checked.
+  if (auto why = node_fault(health, config_.probe_failures)) return why;
+  const auto probes = failed_probes_.find(host);
+  if (config_.probe_failures == 0 || probes == failed_probes_.end() ||
+      probes->second < config_.probe_failures)
+    return std::nullopt;
+  return probe_fault(host, probes->second);
+}
+
 proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
                            std::vector<std::string>& released) {
   auto found = proto::json::array();
   for (const auto& host : step_hosts(step)) {
-    NodeHealth health;
-    const auto it = nodes.find(host);
-    health.known = it != nodes.end();
-    health.in_job = contains(job.hosts, host);
     std::int64_t instance = 0;
-    if (health.known) {
-      const auto& node = *it->second;
-      health.down = node.down;
-      health.fail = node.fail;
-      health.not_responding = node.not_responding;
-      health.reason = node.reason;
-      instance = node.slurmd_start_time;
-    }
-    // Slurm's word first; the probes' only once cross-checked.
-    auto why = node_fault(health, config_.probe_failures);
-    if (const auto probes = failed_probes_.find(host); !why && config_.probe_failures > 0 &&
-                                                       probes != failed_probes_.end() &&
-                                                       probes->second >= config_.probe_failures)
-      why = probe_fault(host, probes->second);
-    if (why)
+    const auto health = health_of(host, contains(job.hosts, host), nodes, instance);
+    if (const auto why = fault_of(host, health))
       found.push_back({{"node", host}, {"why", *why}, {"instance", instance}});
     else if (health.known && !health.in_job)
       released.push_back(host);
@@ -290,7 +309,25 @@ bool Engine::overdue(StoredStep& step) {
   const auto by = decide_by(step, config_);
   if (!by || clock_.unix_now() <= *by) return false;
   const bool repairing = step.state == StepState::repairing;
-  decide(step, Verdict::give_up, ar::overdue(step, config_));
+  const auto k = key(step);
+  const bool unstored = give_up_unstored_.contains(k);
+  try {
+    decide(step, Verdict::give_up, ar::overdue(step, config_));
+    if (give_up_unstored_.erase(k) > 0) log::info("step {}: its give_up is stored now", k);
+  } catch (const DecidedMeanwhile&) {
+    give_up_unstored_.erase(k);
+    return true;
+  } catch (const std::exception& e) {
+    // The server answers srun give_up from decide_by all the same; the
+    // store is asked again at each tick, and this is said once.
+    if (unstored) return true;
+    give_up_unstored_.insert(k);
+    log::warn(
+        "step {}: past its deadline, but its give_up cannot be stored (srun hears it from "
+        "the server all the same): {}",
+        k, e.what());
+  }
+  if (unstored) return true;  // the step and its helpers went already
   // What is left of the step and the repair's helpers go, if slurmctld
   // can be asked; the verdict stands either way.
   try {

@@ -27,6 +27,7 @@
 
 #include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
+#include "autoresume/resume.hpp"
 #include "nodes/node_keeper.hpp"
 #include "nodes/probe.hpp"
 #include "slurm_api.hpp"
@@ -77,6 +78,12 @@ class Engine {
   // Nodes of the step at fault now, with why; records them for the repair.
   // `released` gets the step's nodes that left the job healthy (the job
   // was shrunk under the step).
+  // What Slurm says of `host` (its slurmd instance in `instance`).
+  NodeHealth health_of(const std::string& host, bool in_job, const NodeMap& nodes,
+                       std::int64_t& instance);
+  // Why `host` is at fault: Slurm's word, else its probes once the crowd
+  // guard and the cross-check allow (probe_fault); nothing if it is not.
+  std::optional<std::string> fault_of(const std::string& host, const NodeHealth& health);
   proto::json faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
                      std::vector<std::string>& released);
   // A step whose job is no longer running: requeued, or ended.
@@ -84,6 +91,11 @@ class Engine {
   // A registered step Slurm has forgotten for a while is over.
   void check_lost(StoredStep& step, const slurm::JobInfo& job);
   void repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes);
+  // During a repair, before each phase after node_out: a node of the job
+  // (or a replacement) that failed since joins the repair (true if none
+  // did): back to `detected` for a node of the job, back to `node_out` for
+  // a replacement that never joined it.
+  bool no_new_faults(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes);
   // The `detected` phase: the policy's checks; false when the step was
   // decided (give_up, requeued) instead of going on to node_out.
   bool check_policy(StoredStep& step, const slurm::JobInfo& job);
@@ -108,6 +120,9 @@ class Engine {
   // One replacement's helper job, submitted, waited for and merged; false
   // while it is not merged yet.
   bool expand_one(StoredStep& step, const slurm::JobInfo& job, const std::string& node);
+  // A chosen replacement is given up for this repair (its helper waited too
+  // long, Slurm refused it, or it failed): another is chosen.
+  void pass_over(StoredStep& step, const std::string& node);
   bool take_out(StoredStep& step, const slurm::JobInfo& job);
   bool replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes);
   bool expand(StoredStep& step, const slurm::JobInfo& job);
@@ -119,6 +134,9 @@ class Engine {
   static std::vector<std::string> marks_of(const slurm::JobInfo& job, const proto::json& failed);
   std::string would_do(const StoredStep& step, const slurm::JobInfo& job,
                        const proto::json& failed);
+  // Whether slurmctld no longer lists the old step, `waited` s after the
+  // merge; cancels it again while it does (see kOldStepGone).
+  bool old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int64_t waited);
   void decide(StoredStep& step, Verdict verdict, const std::string& message);
   void save(StoredStep& step, EventKind kind, const std::string& detail);
   std::vector<std::string> step_hosts(const StoredStep& step);
@@ -147,6 +165,10 @@ class Engine {
   std::map<std::string, std::vector<std::string>> step_nodes_;
   // Registered steps Slurm no longer lists, since when.
   std::map<std::string, Steady::time_point> missing_since_;
+  // Steps past their deadline whose give_up the store could not take.
+  std::set<std::string> give_up_unstored_;
+  // Steps whose old step record outlived kOldStepGone, said once.
+  std::set<std::string> said_old_step_;
 
   std::thread thread_;
   std::mutex mutex_;

@@ -25,9 +25,61 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
   }
   if (step.phase == RepairPhase::detected && (!check_policy(step, job) || !take_out(step, job)))
     return;
+  if (!no_new_faults(step, job, nodes)) return;
   if (step.phase == RepairPhase::node_out && !replace(step, job, nodes)) return;
   if (step.phase == RepairPhase::replaced && !expand(step, job)) return;
   if (step.phase == RepairPhase::expanded) relaunch(step, job);
+}
+
+bool Engine::no_new_faults(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
+  auto& repair = step.repair;
+  const auto failed = names(repair["failed"], "node");
+  const auto chosen = names(repair.value("replacements", proto::json::array()));
+  const auto hosts = step_hosts(step);
+  auto found = proto::json::array();
+  std::vector<std::string> dropped;  // replacements that failed before they joined the job
+  std::vector<std::string> what;
+  auto look = [&](const std::string& host, bool joined) {
+    std::int64_t instance = 0;
+    const auto why = fault_of(host, health_of(host, true, nodes, instance));
+    if (!why) return;
+    what.push_back(
+        fmt::format("{}{}: {}", host, contains(chosen, host) ? " (a replacement)" : "", *why));
+    if (joined)
+      found.push_back({{"node", host}, {"why", *why}, {"instance", instance}});
+    else
+      dropped.push_back(host);
+  };
+  // The nodes the relaunch would run on: the step's that are still in the
+  // job, and the replacements, merged or not.
+  for (const auto& host : job.hosts)
+    if (!contains(failed, host) && (contains(hosts, host) || contains(chosen, host)))
+      look(host, true);
+  for (const auto& host : chosen)
+    if (!contains(job.hosts, host) && !contains(failed, host)) look(host, false);
+  if (found.empty() && dropped.empty()) return true;
+  for (const auto& node : dropped) {
+    if (repair.contains("helpers") && repair["helpers"].contains(node)) {
+      try {
+        slurm_.cancel_job(repair["helpers"][node].get<std::uint32_t>());
+      } catch (const slurm::SlurmError&) {
+        // gone already; a helper left over is cancelled by name at the end
+      }
+      repair["helpers"].erase(node);
+    }
+    repair.erase("helper_since_" + node);
+    pass_over(step, node);
+  }
+  // A node of the job failed: it leaves the job in this same repair (the
+  // policy's checks and node_out again), and a replacement is chosen for
+  // it. A merged replacement that failed stays counted among the
+  // replacements (it was merged), so one more is chosen for it as well.
+  for (const auto& f : found) repair["failed"].push_back(f);
+  if (!found.empty()) step.phase = RepairPhase::detected;
+  save(step, EventKind::detected,
+       fmt::format("step {}.{} attempt {}, during its repair: {}", step.step.job_id,
+                   step.step.step_id, step.step.attempt, join(what, ", ")));
+  return false;
 }
 
 bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
@@ -140,7 +192,8 @@ const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::J
                        [&](const auto& entry) { return entry.second == node.slurmd_start_time; });
   };
   // A spare of the job's partition (kept for this), else an idle node of
-  // it; one that never failed this job.
+  // it; one that never failed this job, nor was given up in this repair.
+  const auto passed_over = names(step.repair.value("passed_over", proto::json::array()));
   for (const bool spare : {true, false}) {
     for (const auto& [name, node] : nodes) {
       if (spare ? !NodeKeeper::is_spare(*node)
@@ -148,7 +201,8 @@ const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::J
                    node->completing))
         continue;
       if (contains(job.hosts, name) || contains(chosen, name) || is_banned(*node) ||
-          !contains(candidates.partition, name) || candidates.reserved.contains(name) ||
+          contains(passed_over, name) || !contains(candidates.partition, name) ||
+          candidates.reserved.contains(name) ||
           (candidates.reservation && !candidates.reservation->contains(name)))
         continue;
       if (spare) {
@@ -221,6 +275,15 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
   return false;
 }
 
+void Engine::pass_over(StoredStep& step, const std::string& node) {
+  auto& repair = step.repair;
+  auto& chosen = repair["replacements"];
+  chosen.erase(std::remove(chosen.begin(), chosen.end(), node), chosen.end());
+  if (!repair.contains("passed_over")) repair["passed_over"] = proto::json::array();
+  if (!contains(names(repair["passed_over"]), node)) repair["passed_over"].push_back(node);
+  step.phase = RepairPhase::node_out;
+}
+
 bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
   auto& repair = step.repair;
   if (!repair.contains("helpers")) repair["helpers"] = proto::json::object();
@@ -245,9 +308,7 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
   auto& repair = step.repair;
   const auto name = helper_name(job.job_id);
   auto choose_again = [&](const std::string& why) {
-    auto& chosen = repair["replacements"];
-    chosen.erase(std::remove(chosen.begin(), chosen.end(), node), chosen.end());
-    step.phase = RepairPhase::node_out;
+    pass_over(step, node);
     save(step, EventKind::expand_retry, why);
     return false;
   };
@@ -267,13 +328,18 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
   const std::uint32_t helper = repair["helpers"][node];
   const auto info = slurm_.load_job(helper);
   if (info && info->pending) {
-    // The node went elsewhere or does not fit: choose again.
-    const auto since = repair.value("helper_since_" + node, clock_.unix_now());
-    repair["helper_since_" + node] = since;
+    // The node went elsewhere or does not fit: choose again. The wait's
+    // start is stored, since every tick reads the step from the store anew.
+    const auto stamp = "helper_since_" + node;
+    if (!repair.contains(stamp)) {
+      repair[stamp] = clock_.unix_now();
+      if (!store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
+    }
+    const auto since = repair[stamp].get<std::int64_t>();
     if (clock_.unix_now() - since < kHelperPatience.count()) return false;
     slurm_.cancel_job(helper);
     repair["helpers"].erase(node);
-    repair.erase("helper_since_" + node);
+    repair.erase(stamp);
     return choose_again(fmt::format("helper job {} waited {} s for {} ({}): choosing another node",
                                     helper, clock_.unix_now() - since, node, info->reason));
   }
@@ -298,7 +364,7 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
   const auto& job = *now;
   const auto expanded_at = step.repair.value("expanded_at", clock_.unix_now());
   const auto waited = clock_.unix_now() - expanded_at;
-  if (waited < kOldStepGrace.count() && slurm_.step_exists(job.job_id, step.step.step_id)) return;
+  if (!old_step_gone(step, job, waited)) return;
   const auto next = step.step.attempt + 1;
   const auto delay = relaunch_backoff(next, std::chrono::duration_cast<seconds>(config_.backoff),
                                       DaemonConfig::kMaxBackoff);
@@ -308,6 +374,36 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
       step, Verdict::relaunch,
       fmt::format("relaunching run {} as attempt {} on {}{}", step.step.run_id, next, job.nodes,
                   delay.count() > 0 ? fmt::format(" after a backoff of {} s", delay.count()) : ""));
+}
+
+bool Engine::old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int64_t waited) {
+  const auto id = step.step.step_id;
+  if (!slurm_.step_exists(job.job_id, id)) return true;
+  if (waited < kOldStepGrace.count()) return false;
+  // When the step's first node died, its record stays for minutes (the
+  // other nodes' completions go through that node); --overlap allows for it.
+  const auto registered = slurm::expand_hostlist(step.step.nodelist);
+  const bool head_died =
+      !registered.empty() && contains(names(step.repair["failed"], "node"), registered.front());
+  if (head_died || waited >= kOldStepGone.count()) {
+    if (said_old_step_.insert(key(step)).second)
+      log::warn(
+          "step {}: slurmctld still lists step {}.{} {} s after the merge; relaunching "
+          "anyway",
+          key(step), job.job_id, id, waited);
+    return true;
+  }
+  // A slurmctld restarted since the cancel recovers the step's record, and
+  // a new step waits for the CPUs it holds: cancel it again, once per grace.
+  const auto last = step.repair.value("old_step_cancelled_at", std::int64_t{0});
+  if (clock_.unix_now() - last < kOldStepGrace.count()) return false;
+  slurm_.kill_step(job.job_id, id);
+  step.repair["old_step_cancelled_at"] = clock_.unix_now();
+  if (!store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
+  if (last == 0)
+    log::info("step {}: step {}.{} still listed {} s after the merge: cancelled again", key(step),
+              job.job_id, id, waited);
+  return !slurm_.step_exists(job.job_id, id);
 }
 
 std::string Engine::helper_name(std::uint32_t job_id) {

@@ -298,13 +298,20 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
   auto step = owned_step(request.run_id, request.attempt, caller);
   if (request.ended && step.state == StepState::registered) {
     const auto now = clock_.unix_now();
-    if (store_.mark_ended(
-            step, now,
-            EventSpec{EventKind::ended,
-                      fmt::format("srun says step {}.{} attempt {} ended", step.step.job_id,
-                                  step.step.step_id, step.step.attempt)}))
-      wake_();
-    step = store_.find(step.step.run_id, step.step.attempt).value();
+    try {
+      if (store_.mark_ended(
+              step, now,
+              EventSpec{EventKind::ended,
+                        fmt::format("srun says step {}.{} attempt {} ended", step.step.job_id,
+                                    step.step.step_id, step.step.attempt)}))
+        wake_();
+      step = store_.find(step.step.run_id, step.step.attempt).value();
+    } catch (const std::exception& e) {
+      // The store cannot take the end (its disk full): the step's deadline
+      // runs from the first time srun said so all the same.
+      step.state = StepState::ended;
+      step.ended_at = unstored_end(step, now, e.what());
+    }
   }
   proto::VerdictReply reply;
   reply.run_id = step.step.run_id;
@@ -321,8 +328,9 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
       if (!store_.save(step, EventSpec{EventKind::give_up, step.message}))
         step = store_.find(step.step.run_id, step.step.attempt).value();
     } catch (const std::exception& e) {
-      log::warn("step {}#{}: cannot store its give_up: {}", step.step.run_id, step.step.attempt,
-                e.what());
+      if (first_store_failure(step, "give_up"))
+        log::warn("step {}#{}: cannot store its give_up (srun hears it all the same): {}",
+                  step.step.run_id, step.step.attempt, e.what());
     }
     wake_();
   }
@@ -340,6 +348,22 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
                         : "repairing the allocation (" + std::string(name_of(step.phase)) + ")";
   }
   return reply;
+}
+
+std::int64_t Service::unstored_end(const StoredStep& step, std::int64_t now,
+                                   const std::string& why) {
+  if (first_store_failure(step, "end"))
+    log::warn("step {}#{}: cannot store that srun says it ended; its deadline runs from now: {}",
+              step.step.run_id, step.step.attempt, why);
+  std::lock_guard lock(mutex_);
+  return unstored_ends_.try_emplace(fmt::format("{}#{}", step.step.run_id, step.step.attempt), now)
+      .first->second;
+}
+
+bool Service::first_store_failure(const StoredStep& step, const char* what) {
+  std::lock_guard lock(mutex_);
+  return store_failures_.insert(fmt::format("{}#{} {}", step.step.run_id, step.step.attempt, what))
+      .second;
 }
 
 proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t caller) {

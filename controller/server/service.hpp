@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "autoresume/clock.hpp"
@@ -62,6 +64,11 @@ class Service {
   NodeKeeper& node_op(const char* op, uid_t caller);
   // The step registered as run_id and attempt, if the caller may act on it.
   StoredStep owned_step(const std::string& run_id, std::uint32_t attempt, uid_t caller);
+  // When srun first said the step ended, kept here while the store cannot
+  // take it (its disk full), so that the step's deadline still comes.
+  std::int64_t unstored_end(const StoredStep& step, std::int64_t now, const std::string& why);
+  // True the first time `what` of the step cannot be stored: said once.
+  bool first_store_failure(const StoredStep& step, const char* what);
 
   Store& store_;
   slurm::SlurmApi& slurm_;
@@ -71,6 +78,10 @@ class Service {
   const DaemonConfig* config_;
   std::mutex mutex_;  // guards slurm_user_: requests are served by several threads
   std::optional<uid_t> slurm_user_;
+  // Guarded by mutex_ as well: the steps' ends the store could not take,
+  // and the store failures said already (run#attempt and what).
+  std::map<std::string, std::int64_t> unstored_ends_;
+  std::set<std::string> store_failures_;
   std::string lookup_error_;  // why slurmctld could not say who SlurmUser is
 };
 

@@ -1,47 +1,13 @@
 // Every action root takes is written down with who asked for it: an audit
 // line in the controller's log (uid, op, run) and the uid on the event.
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <fstream>
-#include <sstream>
-
 #include "engine_rig.hpp"
 #include "keeper_rig.hpp"
+#include "stderr_capture.hpp"
+
+using ar::test::StderrCapture;
 
 namespace {
-
-// The controller's log (stderr) while it lives.
-class StderrCapture {
- public:
-  StderrCapture() {
-    std::fflush(stderr);
-    saved_ = dup(2);
-    const int fd = open(path().c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
-    dup2(fd, 2);
-    close(fd);
-  }
-  ~StderrCapture() {
-    std::fflush(stderr);
-    dup2(saved_, 2);
-    close(saved_);
-  }
-  StderrCapture(const StderrCapture&) = delete;
-  StderrCapture& operator=(const StderrCapture&) = delete;
-  std::string text() const {
-    std::fflush(stderr);
-    std::ifstream in(path());
-    std::stringstream out;
-    out << in.rdbuf();
-    return out.str();
-  }
-
- private:
-  std::filesystem::path path() const { return dir_.path / "stderr"; }
-  ar::test::TempDir dir_;
-  int saved_ = -1;
-};
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -4,6 +4,8 @@
 // "(today and issue N flips it)" pins behaviour that issue changes.
 
 #include "engine_rig.hpp"
+#include "full_store.hpp"
+#include "stderr_capture.hpp"
 
 TEST_CASE("max_attempts reached: give_up with the failed node out of the job", "[engine]") {
   Rig rig;
@@ -216,4 +218,33 @@ TEST_CASE("a repair ends within repair_timeout while slurmctld cannot be asked",
   CHECK(rig.step().message ==
         "the repair did not finish within repair_timeout=60 s (it got to "
         "'node_out')");
+}
+
+TEST_CASE(
+    "a repair past repair_timeout while the store cannot write is given up once and said once",
+    "[engine][limits]") {
+  ar::test::StderrCapture log;
+  Rig rig(4);  // no idle node: the repair waits at node_out
+  rig.config.repair_timeout = 60s;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::node_out);
+  auto kills = [&] {
+    return std::count(rig.slurm.updates.begin(), rig.slurm.updates.end(), "kill_step 10.0");
+  };
+  {
+    ar::test::FullStore full(rig.dir.path);
+    for (int i = 0; i < 10; ++i) {
+      rig.clock.advance(10s);
+      rig.engine->tick();
+    }
+    CHECK(rig.step().state == StepState::repairing);  // the give_up could not be stored
+    CHECK(kills() == 2);                              // the take-out's, then the deadline's
+    CHECK(ar::test::lines_with(log.text(), "its give_up cannot be stored") == 1);
+  }
+  rig.engine->tick();  // the store writes again
+  CHECK(rig.step().verdict == Verdict::give_up);
+  CHECK(kills() == 2);
+  CHECK(ar::test::lines_with(log.text(), "its give_up is stored now") == 1);
 }

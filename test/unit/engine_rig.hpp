@@ -70,6 +70,13 @@ struct EngineRig : ar::test::Fakes {
       if (e.kind == kind) return e.detail;
     return "";
   }
+  // The last event of `kind`'s detail.
+  std::string last_detail(const std::string& kind) {
+    std::string out;
+    for (const auto& e : store->events(std::nullopt, 0))
+      if (e.kind == kind) out = e.detail;
+    return out;
+  }
   // Ticks (moving the clock a little each time) until `done` or a real deadline.
   template <typename Done>
   bool tick_until(Done done, std::chrono::milliseconds step = 500ms) {

@@ -77,21 +77,134 @@ TEST_CASE("a node merged before a restart is not merged again", "[engine]") {
   CHECK(rig.slurm.jobs.at(10).num_nodes == 4);
 }
 
+TEST_CASE("a second node failing during a helper's wait joins the same repair and attempt",
+          "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.fault_with_pending_helper();       // node3; helper 5000 for node5 pending
+  rig.slurm.nodes["node2"].down = true;  // the second fault
+  rig.engine->tick();
+  CHECK(rig.detail("detected") == "step 10.0 attempt 0: node3: it is DOWN");
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("fail node2 auto-resume: it is DOWN (job 10)"));
+  CHECK(rig.slurm.updated("shrink 10 node[1,4]"));
+  CHECK(rig.step().repair["replacements"] == ar::proto::json{"node5", "node6"});
+  rig.slurm.start_job(5000);
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("helper 5001 node6 for 10"));
+  rig.slurm.start_job(5001);
+  REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
+  const auto step = rig.step();
+  CHECK(step.verdict == Verdict::relaunch);
+  CHECK(step.message == "relaunching run r as attempt 1 on node[1,4-6]");
+  CHECK(step.repair["relaunch"]["nodelist"] == "node[1,4-6]");
+  CHECK(rig.store->job_steps(10).size() == 1);  // one repair, one attempt
+  const auto kinds = rig.kinds();
+  CHECK(std::count(kinds.begin(), kinds.end(), "detected") == 2);
+  CHECK(std::count(kinds.begin(), kinds.end(), "relaunch") == 1);
+}
+
+TEST_CASE("a node that stops answering probes during a repair joins it", "[engine]") {
+  Rig rig;
+  rig.config.probe_failures = 2;
+  rig.protect();
+  rig.fault_with_pending_helper();
+  rig.prober.dead.insert(rig.slurm.nodes["node4"].address);
+  REQUIRE(rig.tick_until([&] { return rig.slurm.updated("fail node4"); }));
+  CHECK(
+      rig.slurm.updated("fail node4 auto-resume: its slurmd did not answer 2 probes in a row (no "
+                        "node agent to cross-check with) (job 10)"));
+  CHECK(rig.step().state == StepState::repairing);
+}
+
+TEST_CASE("a replacement that fails before it joins the job is replaced", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.fault_with_pending_helper();       // helper 5000 for node5 pending
+  rig.slurm.nodes["node5"].down = true;  // before the merge
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("cancel 5000"));
+  CHECK(rig.last_detail("detected") ==
+        "step 10.0 attempt 0, during its repair: node5 (a replacement): it is DOWN");
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("helper 5001 node6 for 10"));
+  rig.slurm.start_job(5001);
+  REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
+  CHECK(rig.step().repair["relaunch"]["nodelist"] == "node[1-2,4,6]");
+  CHECK_FALSE(rig.slurm.updated("fail node5"));  // never the job's: not the engine's to mark
+}
+
+TEST_CASE("a merged replacement that fails during the backoff is taken out and replaced",
+          "[engine]") {
+  Rig rig;
+  rig.config.backoff = 10s;
+  rig.protect(1, 1);
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step(1).phase == RepairPhase::expanded);
+  REQUIRE(rig.slurm.jobs.at(10).nodes == "node[1-2,4-5]");
+  rig.clock.advance(2s);
+  rig.slurm.nodes["node5"].down = true;
+  REQUIRE(rig.tick_until([&] { return rig.step(1).state == StepState::decided; }));
+  const auto step = rig.step(1);
+  CHECK(step.verdict == Verdict::relaunch);
+  CHECK(rig.slurm.updated("fail node5 auto-resume: it is DOWN (job 10)"));
+  CHECK(rig.slurm.updated("shrink 10 node[1-2,4]"));
+  CHECK(step.repair["relaunch"]["nodelist"] == "node[1-2,4,6]");
+  CHECK(step.message == "relaunching run r as attempt 2 on node[1-2,4,6] after a backoff of 10 s");
+}
+
 TEST_CASE(
-    "a second node failing during a repair is not taken out before the relaunch (today and issue "
-    "11 "
-    "flips it)",
+    "an old step slurmctld still lists after the grace is cancelled again before the relaunch",
     "[engine]") {
   Rig rig;
   rig.protect();
-  rig.fault_with_pending_helper();
-  rig.slurm.nodes["node2"].down = true;  // the second fault
-  rig.slurm.start_job(5000);
+  rig.slurm.lingering_steps.insert({10, 0});  // slurmctld restarted after the first cancel
+  rig.slurm.nodes["node3"].down = true;
   rig.engine->tick();
-  const auto step = rig.step();
-  CHECK(step.verdict == Verdict::relaunch);
-  CHECK(step.repair["relaunch"]["nodelist"] == "node[1-2,4-5]");  // node2 still in it
-  CHECK_FALSE(rig.slurm.updated("fail node2"));
+  REQUIRE(rig.step().phase == RepairPhase::expanded);
+  CHECK(rig.slurm.steps.contains({10, 0}));
+  rig.clock.advance(4s);
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::repairing);
+  rig.clock.advance(1s);
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK_FALSE(rig.slurm.steps.contains({10, 0}));
+  CHECK(std::count(rig.slurm.updates.begin(), rig.slurm.updates.end(), "kill_step 10.0") == 2);
+}
+
+TEST_CASE("an old step record that outlives every cancel holds the relaunch back 60 s at most",
+          "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.slurm.lingering_steps.insert({10, 0});
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::expanded);
+  for (int waited = 0; waited < 60; ++waited) {
+    rig.slurm.lingering_steps.insert({10, 0});
+    CHECK(rig.step().state == StepState::repairing);
+    rig.clock.advance(1s);
+    rig.engine->tick();
+  }
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  // Cancelled again once per grace of 5 s, from 5 s to 55 s.
+  CHECK(std::count(rig.slurm.updates.begin(), rig.slurm.updates.end(), "kill_step 10.0") == 12);
+}
+
+TEST_CASE("an old step whose first node died is not waited for past the grace", "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.jobs.at(10).batch = false;  // a salloc job: node1 is no batch host
+  rig.slurm.lingering_steps.insert({10, 0});
+  rig.slurm.nodes["node1"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::expanded);
+  rig.slurm.lingering_steps.insert({10, 0});  // it outlives every cancel
+  rig.clock.advance(5s);
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::relaunch);
 }
 
 TEST_CASE("a fault in the relaunched attempt starts a new repair", "[engine]") {
@@ -104,27 +217,34 @@ TEST_CASE("a fault in the relaunched attempt starts a new repair", "[engine]") {
   CHECK(rig.detail("detected").find("node4: its slurmd is not responding") != std::string::npos);
 }
 
-TEST_CASE(
-    "a helper left pending is waited for until repair_timeout and not 30 s (today and issue 11 "
-    "flips it as the patience start is never stored)",
-    "[engine]") {
+TEST_CASE("a helper left pending for 30 s is given up for another idle node, across a restart",
+          "[engine]") {
   Rig rig;
   rig.config.repair_timeout = 300s;
   rig.protect();
-  rig.fault_with_pending_helper();
-  rig.slurm.add_job(20, 2000, {"node5"});  // node5 went to another job meanwhile
-  for (int i = 0; i < 10; ++i) {
-    rig.clock.advance(10s);
-    rig.engine->tick();
-  }
-  CHECK_FALSE(rig.slurm.updated("cancel 5000"));
-  CHECK_FALSE(rig.has_event("expand_retry"));
-  CHECK(rig.step().phase == RepairPhase::replaced);
-  rig.clock.advance(300s);
+  rig.fault_with_pending_helper();  // helper 5000 for node5 stays pending
+  // node5 stays idle (say a maintenance reservation holds it from its
+  // start), and the wait survives a restart of the controller.
+  rig.clock.advance(10s);
   rig.engine->tick();
-  CHECK(rig.step().verdict == Verdict::give_up);
-  CHECK(rig.step().message ==
-        "the repair did not finish within repair_timeout=300 s (it got to 'replaced')");
+  rig.start();
+  rig.clock.advance(10s);
+  rig.engine->tick();
+  CHECK_FALSE(rig.slurm.updated("cancel 5000"));
+  rig.clock.advance(10s);
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("cancel 5000"));
+  CHECK(rig.detail("expand_retry") ==
+        "helper job 5000 waited 30 s for node5 (Resources): choosing another node");
+  // node5 is not chosen again in this repair: node6 is.
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("helper 5001 node6 for 10"));
+  CHECK_FALSE(rig.slurm.updated("helper 5002"));
+  rig.slurm.start_job(5001);
+  rig.engine->tick();
+  const auto step = rig.step();
+  CHECK(step.verdict == Verdict::relaunch);
+  CHECK(step.repair["relaunch"]["nodelist"] == "node[1-2,4,6]");
 }
 
 TEST_CASE("a helper that ends before the merge is submitted again", "[engine]") {
@@ -147,12 +267,11 @@ TEST_CASE("a helper Slurm refuses makes the engine choose another node", "[engin
   CHECK(rig.step().phase == RepairPhase::node_out);
   CHECK(rig.detail("expand_retry").ends_with(": choosing another node"));
   CHECK(rig.step().repair["replacements"].empty());
+  // node5 is still idle but not chosen again in this repair: node6 is.
   rig.engine->tick();
-  // node5 is still idle and is chosen again (today and issue 11 flips it).
-  CHECK(rig.step().phase == RepairPhase::node_out);
-  rig.slurm.refuse_helpers.clear();
-  rig.engine->tick();
+  CHECK(rig.slurm.updated("helper 5000 node6 for 10"));
   CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.step().repair["relaunch"]["nodelist"] == "node[1-2,4,6]");
 }
 
 TEST_CASE("a node a health check marked keeps its mark and the step moves off it", "[engine]") {

@@ -201,7 +201,7 @@ bool FakeSlurm::step_exists(std::uint32_t job_id, std::uint32_t step_id) {
 
 void FakeSlurm::kill_step(std::uint32_t job_id, std::uint32_t step_id) {
   check_reachable();
-  steps.erase({job_id, step_id});
+  if (lingering_steps.erase({job_id, step_id}) == 0) steps.erase({job_id, step_id});
   updates.push_back("kill_step " + std::to_string(job_id) + "." + std::to_string(step_id));
 }
 

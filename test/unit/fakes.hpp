@@ -45,6 +45,9 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::map<std::string, slurm::NodeInfo> nodes;
   std::map<std::uint32_t, slurm::JobInfo> jobs;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> steps;  // job.step -> nodelist
+  // Steps whose record outlives the first kill_step (a slurmctld restarted
+  // since recovered it): the next kill_step ends them.
+  std::set<std::pair<std::uint32_t, std::uint32_t>> lingering_steps;
   std::map<std::string, std::vector<std::string>> partition_nodes;
   std::map<std::string, std::vector<std::string>> reservation_nodes;  // active reservations
   uid_t slurm_user = 64030;

@@ -2,7 +2,9 @@
 // keeper does today; a test whose name ends in "(today and issue 11 flips
 // it)" pins behaviour that looks wrong and that issue changes.
 
+#include "full_store.hpp"
 #include "keeper_rig.hpp"
+#include "stderr_capture.hpp"
 
 // Heartbeats
 
@@ -369,3 +371,24 @@ TEST_CASE("an agent's results count only for the nodes it was asked about",
 }
 
 // Replacement modes
+
+TEST_CASE("a store that cannot write is said once, not at every tick, and again once it writes",
+          "[node_keeper][limits]") {
+  ar::test::StderrCapture log;
+  KeeperRig k;
+  k.tick();
+  k.mark("node1", "Action:Replace gpu: XID 79 on GPU 3");
+  {
+    ar::test::FullStore full(k.dir.path);  // the state disk is full
+    for (int i = 0; i < 10; ++i) {
+      k.clock.advance(500ms);
+      k.tick();
+    }
+    CHECK_FALSE(k.store.node_repair("node1"));
+    CHECK(ar::test::lines_with(log.text(), "database or disk is full") == 1);
+  }
+  k.tick();
+  CHECK(k.store.node_repair("node1"));
+  CHECK(ar::test::lines_with(log.text(), "replacements: working again") == 1);
+  CHECK(ar::test::lines_with(log.text(), "database or disk is full") == 1);
+}

@@ -13,6 +13,8 @@
 #include <set>
 
 #include "fakes.hpp"
+#include "full_store.hpp"
+#include "stderr_capture.hpp"
 
 namespace {
 
@@ -469,4 +471,40 @@ TEST_CASE("a pause's reason is bounded and a replace while observing is refused 
         "observe: would mark node4 FAIL (Action:Replace) and have the local provider replace it; "
         "nothing was done (mode=observe in the controller's configuration)");
   CHECK(rig.slurm.updates.empty());
+}
+
+TEST_CASE("srun hears give_up at the step's deadline while the store cannot write",
+          "[service][limits]") {
+  // A full state disk: neither srun's end nor the give_up can be stored.
+  for (const auto state : {ar::StepState::repairing, ar::StepState::registered}) {
+    INFO(std::string(ar::name_of(state)));
+    ar::test::StderrCapture log;
+    ServiceRig rig;
+    rig.config.repair_timeout = 60s;
+    rig.put_step(state);
+    if (state == ar::StepState::repairing) {
+      auto step = rig.store->find("r", 0).value();
+      step.repair["started_at"] = rig.clock.unix_now();
+      REQUIRE(rig.store->save(step, std::nullopt));
+    }
+    ar::test::FullStore full(rig.dir.path);
+    auto ended = fields_of("verdict");
+    ended["ended"] = true;  // srun's step ended: it waits for the verdict
+    for (int i = 0; i < 6; ++i) {
+      CHECK(rig.ask("verdict", ended, kOwner)["result"]["verdict"] == "wait");
+      rig.clock.advance(10s);
+    }
+    rig.clock.advance(5s);  // past 60 s, and the end_window of 3 s
+    for (int i = 0; i < 3; ++i) {
+      const auto reply = rig.ask("verdict", ended, kOwner);
+      CHECK(reply["result"]["verdict"] == "give_up");
+      CHECK(reply["result"]["message"].get<std::string>().find("repair_timeout=60 s") !=
+            std::string::npos);
+    }
+    CHECK(rig.store->find("r", 0)->state == state);  // nothing was stored
+    const auto text = log.text();
+    CHECK(ar::test::lines_with(text, "cannot store its give_up") == 1);
+    CHECK(ar::test::lines_with(text, "cannot store that srun says it ended") ==
+          (state == ar::StepState::registered ? 1 : 0));
+  }
 }
