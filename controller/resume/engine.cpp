@@ -200,7 +200,7 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, co
 
 bool Engine::overdue(StoredStep& step) {
   const auto by = decide_by(step, config_);
-  if (!by || clock_.unix_now() <= *by) return false;
+  if (!by || !by->past(clock_)) return false;
   const bool repairing = step.state == StepState::repairing;
   decide(step, Verdict::give_up, ar::overdue(step, config_));
   // What is left of the step and the repair's helpers go, if slurmctld
@@ -244,7 +244,8 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
           fmt::format("{}: {}", f["node"].get<std::string>(), f["why"].get<std::string>()));
     step.state = StepState::repairing;
     step.phase = RepairPhase::detected;
-    step.repair = {{"failed", std::move(found)}, {"started_at", clock_.unix_now()}};
+    step.repair = {{"failed", std::move(found)}};
+    put_stamp(step.repair, "started", clock_.stamp());
     save(step, EventKind::detected,
          fmt::format("step {}.{} attempt {}: {}", step.step.job_id, step.step.step_id,
                      step.step.attempt, join(what, ", ")));
@@ -255,8 +256,7 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
     check_lost(step, *job);
     return;
   }
-  if (step.state == StepState::ended &&
-      (clock_.unix_now() - step.ended_at) * 1000 >= config_.end_window.count())
+  if (step.state == StepState::ended && clock_.since(step.ended()) >= config_.end_window)
     decide(step, Verdict::no_fault,
            "no node of the step failed; srun keeps the step's own exit status");
 }

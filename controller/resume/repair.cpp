@@ -230,7 +230,7 @@ bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
   }
   const auto now = slurm_.load_job(job.job_id);
   step.phase = RepairPhase::expanded;
-  step.repair["expanded_at"] = clock_.unix_now();
+  put_stamp(step.repair, "expanded", clock_.stamp());
   save(step, EventKind::expanded,
        fmt::format("job {} is on {} again", job.job_id, now ? now->nodes : std::string("?")));
   return true;
@@ -291,13 +291,12 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
   const auto now = slurm_.load_job(before.job_id);
   if (!now || !now->running) return;  // the next tick decides what happened
   const auto& job = *now;
-  const auto expanded_at = step.repair.value("expanded_at", clock_.unix_now());
-  const auto waited = clock_.unix_now() - expanded_at;
-  if (waited < kOldStepGrace.count() && slurm_.step_exists(job.job_id, step.step.step_id)) return;
+  const auto waited = clock_.since(get_stamp(step.repair, "expanded").value_or(clock_.stamp()));
+  if (waited < kOldStepGrace && slurm_.step_exists(job.job_id, step.step.step_id)) return;
   const auto next = step.step.attempt + 1;
   const auto delay = relaunch_backoff(next, std::chrono::duration_cast<seconds>(config_.backoff),
                                       DaemonConfig::kMaxBackoff);
-  if (waited < delay.count()) return;
+  if (waited < delay) return;
   step.repair["relaunch"] = {{"nodelist", job.nodes}, {"num_nodes", job.hosts.size()}};
   decide(
       step, Verdict::relaunch,

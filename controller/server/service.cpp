@@ -276,7 +276,7 @@ proto::VerdictReply::Relaunch relaunch_plan(const StoredStep& step) {
 proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, uid_t caller) {
   auto step = owned_step(request.run_id, request.attempt, caller);
   if (request.ended && step.state == StepState::registered) {
-    const auto now = clock_.unix_now();
+    const auto now = clock_.stamp();
     if (store_.mark_ended(
             step, now,
             EventSpec{EventKind::ended,
@@ -289,7 +289,7 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
   reply.run_id = step.step.run_id;
   reply.attempt = step.step.attempt;
   if (const auto by = config_ != nullptr ? decide_by(step, *config_) : std::nullopt;
-      by && clock_.unix_now() > *by) {
+      by && by->past(clock_)) {
     // The engine should have decided by now; srun hears give_up whether or
     // not it can be stored, unless the engine decided just now (its verdict
     // stands).

@@ -217,3 +217,68 @@ TEST_CASE("a repair ends within repair_timeout while slurmctld cannot be asked",
         "the repair did not finish within repair_timeout=60 s (it got to "
         "'node_out')");
 }
+
+TEST_CASE("a wall clock step during a repair moves neither repair_timeout nor the backoff",
+          "[engine][clock]") {
+  const auto step_by = GENERATE(as<std::chrono::milliseconds>{}, 1h, -1h);
+  INFO("the wall clock steps by " << step_by.count() << " ms");
+  SECTION("repair_timeout") {
+    Rig rig(4);  // no idle node: the repair waits at node_out
+    rig.config.repair_timeout = 60s;
+    rig.protect();
+    rig.slurm.nodes["node3"].down = true;
+    rig.engine->tick();
+    REQUIRE(rig.step().phase == RepairPhase::node_out);
+    rig.clock.step_wall(step_by);
+    rig.clock.advance(60s);
+    rig.engine->tick();
+    CHECK(rig.step().state == StepState::repairing);
+    rig.clock.advance(1s);
+    rig.engine->tick();
+    CHECK(rig.step().verdict == Verdict::give_up);
+  }
+  SECTION("the backoff") {
+    Rig rig;
+    rig.config.backoff = 10s;
+    rig.protect(1, 1);
+    rig.slurm.nodes["node3"].down = true;
+    rig.engine->tick();
+    REQUIRE(rig.step(1).phase == RepairPhase::expanded);
+    rig.clock.step_wall(step_by);
+    rig.clock.advance(9s);
+    rig.engine->tick();
+    CHECK(rig.step(1).state == StepState::repairing);
+    rig.clock.advance(1s);
+    rig.engine->tick();
+    CHECK(rig.step(1).verdict == Verdict::relaunch);
+  }
+  SECTION("end_window") {
+    Rig rig;
+    rig.protect();
+    auto step = rig.step();
+    REQUIRE(rig.store->mark_ended(step, rig.clock.stamp(), {EventKind::ended, "ended"}));
+    rig.clock.step_wall(step_by);
+    rig.engine->tick();
+    CHECK(rig.step().state == StepState::ended);
+    rig.clock.advance(3s);
+    rig.engine->tick();
+    CHECK(rig.step().verdict == Verdict::no_fault);
+  }
+}
+
+TEST_CASE("a controller restarted after a reboot of its host counts the repair by wall time",
+          "[engine][clock]") {
+  Rig rig(4);
+  rig.config.repair_timeout = 60s;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::node_out);
+  rig.clock.reboot(30s);
+  rig.start();
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::repairing);
+  rig.clock.advance(31s);
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::give_up);
+}
