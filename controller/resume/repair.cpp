@@ -25,16 +25,39 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
   if (step.phase == RepairPhase::expanded) relaunch(step, job);
 }
 
+RelaunchBudget Engine::budget_of(const StoredStep& step) {
+  // Each attempt ran from its registration to its fault (the repair's
+  // start), or to its end; the one failing now until now.
+  auto times = [this](const StoredStep& s) {
+    const auto end =
+        get_stamp(s.repair, "started").value_or(s.ended_at > 0 ? s.ended() : clock_.stamp());
+    return AttemptTimes{s.step.attempt, clock_.since(s.created()), elapsed(s.created(), end)};
+  };
+  std::vector<AttemptTimes> attempts;
+  for (const auto& s : store_.job_steps(step.step.job_id))
+    if (s.step.run_id == step.step.run_id && s.step.attempt < step.step.attempt)
+      attempts.push_back(times(s));
+  std::sort(attempts.begin(), attempts.end(),
+            [](const auto& a, const auto& b) { return a.attempt < b.attempt; });
+  attempts.push_back(times(step));
+  return relaunch_budget(attempts, config_.attempt_window, config_.healthy_after);
+}
+
 bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
   const auto failed = names(step.repair["failed"], "node");
-  const auto next = step.step.attempt + 1;
+  const auto budget = budget_of(step);
   // No relaunch, but the failed node still leaves the job (so that Slurm
   // does not kill it) and the step ends at once: the batch script goes on
   // with srun's give_up status.
   std::string give_up;
-  if (next > config_.max_attempts)
-    give_up = fmt::format("run {} was relaunched {} times already (max_attempts={})",
-                          step.step.run_id, step.step.attempt, config_.max_attempts);
+  if (budget.in_window >= config_.max_attempts)
+    give_up = fmt::format(
+        "run {} was relaunched {} times within attempt_window={} s (max_attempts={}){}",
+        step.step.run_id, budget.in_window, whole_seconds(config_.attempt_window),
+        config_.max_attempts,
+        config_.healthy_after.count() > 0 ? fmt::format(", none of them running healthy_after={} s",
+                                                        whole_seconds(config_.healthy_after))
+                                          : "");
   else if (job.end_time > 0 &&
            job.end_time - clock_.unix_now() < whole_seconds(config_.min_time_left))
     give_up = fmt::format("only {} s of job {}'s time limit are left (min_time_left={} s)",
@@ -56,6 +79,7 @@ bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
     requeue_or_give_up(step, job, failed);
     return false;
   }
+  step.repair["streak"] = budget.streak;  // the relaunch's backoff
   return true;
 }
 
@@ -294,7 +318,9 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
   const auto waited = clock_.since(get_stamp(step.repair, "expanded").value_or(clock_.stamp()));
   if (waited < kOldStepGrace && slurm_.step_exists(job.job_id, step.step.step_id)) return;
   const auto next = step.step.attempt + 1;
-  const auto delay = relaunch_backoff(next, std::chrono::duration_cast<seconds>(config_.backoff),
+  // A repair stored before the budget has no streak: every attempt counts.
+  const std::uint32_t streak = step.repair.value("streak", next);
+  const auto delay = relaunch_backoff(streak, std::chrono::duration_cast<seconds>(config_.backoff),
                                       DaemonConfig::kMaxBackoff);
   if (waited < delay) return;
   step.repair["relaunch"] = {{"nodelist", job.nodes}, {"num_nodes", job.hosts.size()}};

@@ -4,6 +4,7 @@
 // "(today and issue N flips it)" pins behaviour that issue changes.
 
 #include "engine_rig.hpp"
+#include "hostlist.hpp"
 
 TEST_CASE("max_attempts reached: give_up with the failed node out of the job", "[engine]") {
   Rig rig;
@@ -14,7 +15,8 @@ TEST_CASE("max_attempts reached: give_up with the failed node out of the job", "
   const auto step = rig.step(1);
   CHECK(step.verdict == Verdict::give_up);
   CHECK(step.message ==
-        "run r was relaunched 1 times already (max_attempts=1); the failed node left the job");
+        "run r was relaunched 1 times within attempt_window=86400 s (max_attempts=1), none of "
+        "them running healthy_after=1800 s; the failed node left the job");
   CHECK(rig.slurm.updated("shrink 10 node[1-2,4]"));
   CHECK_FALSE(rig.slurm.updated("helper"));
 }
@@ -216,6 +218,96 @@ TEST_CASE("a repair ends within repair_timeout while slurmctld cannot be asked",
   CHECK(rig.step().message ==
         "the repair did not finish within repair_timeout=60 s (it got to "
         "'node_out')");
+}
+
+namespace {
+
+// Run "r" relaunched as `attempt` (step `attempt` of job 10, on the job's
+// nodes now), as srun registers it.
+void relaunched(Rig& rig, std::uint32_t attempt) {
+  const auto nodes = ar::slurm::compress_hostlist(rig.slurm.jobs.at(10).hosts);
+  rig.slurm.add_step(10, attempt, nodes);
+  ar::proto::StepRegistration step;
+  step.job_id = 10;
+  step.step_id = attempt;
+  step.run_id = "r";
+  step.attempt = attempt;
+  step.argv = {"srun", "--auto-resume=1", "train"};
+  step.cwd = "/w";
+  step.nodelist = nodes;
+  REQUIRE(rig.store->register_step(step, 1000) == ar::Store::Insert::created);
+}
+
+// After `ran`, the last node of attempt `attempt` fails; its verdict once
+// the repair is over (the backoff passes in steps of 1 s).
+ar::StoredStep fault_after(Rig& rig, std::uint32_t attempt, std::chrono::milliseconds ran) {
+  rig.clock.advance(ran);
+  rig.slurm.nodes[rig.slurm.jobs.at(10).hosts.back()].down = true;
+  for (int i = 0; i < 700 && rig.step(attempt).state != StepState::decided; ++i) {
+    rig.engine->tick();
+    rig.clock.advance(1s);
+  }
+  return rig.step(attempt);
+}
+
+}  // namespace
+
+TEST_CASE("a long run with more faults than max_attempts spread over the window goes on",
+          "[engine][budget]") {
+  Rig rig(12);
+  rig.config.attempt_window = 1h;
+  rig.config.healthy_after = 0ms;  // the window alone counts
+  rig.config.backoff = 0ms;
+  rig.protect();
+  // Five faults, 25 min apart: never more than 3 relaunches within an hour.
+  for (std::uint32_t attempt = 0; attempt < 5; ++attempt) {
+    INFO("attempt " << attempt);
+    const auto step = fault_after(rig, attempt, 25min);
+    REQUIRE(step.verdict == Verdict::relaunch);
+    relaunched(rig, attempt + 1);
+  }
+}
+
+TEST_CASE("a fourth fault within attempt_window gives up, naming the budget", "[engine][budget]") {
+  Rig rig(12);
+  rig.config.attempt_window = 1h;
+  rig.config.backoff = 0ms;
+  rig.protect();
+  for (std::uint32_t attempt = 0; attempt < 3; ++attempt) {
+    REQUIRE(fault_after(rig, attempt, 10min).verdict == Verdict::relaunch);
+    relaunched(rig, attempt + 1);
+  }
+  const auto step = fault_after(rig, 3, 10min);
+  CHECK(step.verdict == Verdict::give_up);
+  CHECK(step.message ==
+        "run r was relaunched 3 times within attempt_window=3600 s (max_attempts=3), none of "
+        "them running healthy_after=1800 s; the failed node left the job");
+}
+
+TEST_CASE("an attempt that ran healthy_after resets the count and the backoff",
+          "[engine][budget]") {
+  Rig rig(12);
+  rig.config.backoff = 10s;
+  rig.protect();
+  // Attempts 0 and 1 fail quickly: the second relaunch waits 10 s.
+  REQUIRE(fault_after(rig, 0, 1min).message.find("backoff") == std::string::npos);
+  relaunched(rig, 1);
+  REQUIRE(fault_after(rig, 1, 1min).message.ends_with("after a backoff of 10 s"));
+  relaunched(rig, 2);
+  // Attempt 2 runs 30 min (healthy_after): its relaunch is a first one again.
+  auto step = fault_after(rig, 2, 30min);
+  CHECK(step.verdict == Verdict::relaunch);
+  CHECK(step.message.find("backoff") == std::string::npos);
+  relaunched(rig, 3);
+  // Quick faults again: the backoff grows from the start, and three more
+  // relaunches fit in the budget (2 within the window before the reset).
+  step = fault_after(rig, 3, 1min);
+  CHECK(step.message.ends_with("after a backoff of 10 s"));
+  relaunched(rig, 4);
+  step = fault_after(rig, 4, 1min);
+  CHECK(step.message.ends_with("after a backoff of 20 s"));
+  relaunched(rig, 5);
+  CHECK(fault_after(rig, 5, 1min).verdict == Verdict::give_up);
 }
 
 TEST_CASE("a wall clock step during a repair moves neither repair_timeout nor the backoff",
