@@ -38,9 +38,9 @@ ProviderKind parse_provider(std::string_view value) {
 }
 
 constexpr std::string_view kKnownKeys =
-    "listen, state_dir, provider, max_attempts, munge_socket, backoff, probe_interval, "
-    "probe_failures, probe_max_silent_percent, end_window, repair_timeout, min_time_left, "
-    "local_restart_command, "
+    "listen, state_dir, provider, max_attempts, attempt_window, healthy_after, munge_socket, "
+    "backoff, probe_interval, probe_failures, probe_max_silent_percent, end_window, "
+    "repair_timeout, min_time_left, local_restart_command, "
     "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
     "heartbeat_max_silent_percent, heartbeat_bind, spares, register_timeout, retention, "
     "auth_timeout, "
@@ -171,6 +171,12 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
     config.provider = parse_provider(value);
   } else if (key == "max_attempts") {
     config.max_attempts = static_cast<unsigned>(parse_uint(key, value, 0, 100));
+  } else if (key == "attempt_window") {
+    config.attempt_window =
+        parse_seconds(key, value, std::chrono::hours{24 * 3650}, std::chrono::seconds{1});
+  } else if (key == "healthy_after") {
+    config.healthy_after = value == "0" ? std::chrono::milliseconds{0}
+                                        : parse_seconds(key, value, std::chrono::hours{24 * 3650});
   } else if (key == "munge_socket") {
     config.munge_socket = parse_absolute_path(key, value);
   } else if (key == "backoff") {
@@ -286,6 +292,8 @@ std::string render(const DaemonConfig& config) {
       << "state_dir=" << config.state_dir.string() << "\n"
       << "provider=" << to_string(config.provider) << "\n"
       << "max_attempts=" << config.max_attempts << "\n"
+      << "attempt_window=" << seconds_text(config.attempt_window) << "\n"
+      << "healthy_after=" << seconds_text(config.healthy_after) << "\n"
       << "backoff=" << seconds_text(config.backoff) << "\n"
       << "probe_interval=" << seconds_text(config.probe_interval) << "\n"
       << "probe_failures=" << config.probe_failures << "\n"
@@ -347,6 +355,30 @@ std::chrono::milliseconds verdict_wait(const DaemonConfig& config) {
   return config.end_window + config.repair_timeout + DaemonConfig::kMaxBackoff;
 }
 
+namespace {
+
+void budget_warnings(const DaemonConfig& config, std::vector<std::string>& warnings) {
+  // Relaunches that each ran just under healthy_after come healthy_after
+  // apart: a window shorter than max_attempts of them never fills.
+  const auto loop = config.healthy_after * config.max_attempts;
+  if (config.healthy_after.count() > 0 && config.max_attempts > 0 && config.attempt_window < loop)
+    warnings.push_back(
+        "attempt_window=" + seconds_text(config.attempt_window) +
+        " s is shorter than max_attempts x healthy_after = " + seconds_text(loop) +
+        " s: a run that fails just before healthy_after=" + seconds_text(config.healthy_after) +
+        " s every time never has max_attempts=" + std::to_string(config.max_attempts) +
+        " relaunches within the window and is relaunched forever; raise attempt_window to " +
+        seconds_text(loop) + " or more, or lower healthy_after");
+  if (config.attempt_window > config.retention)
+    warnings.push_back("attempt_window=" + seconds_text(config.attempt_window) +
+                       " s is longer than retention=" + seconds_text(config.retention) +
+                       " s: attempts older than retention are forgotten and no longer count; "
+                       "raise retention to " +
+                       seconds_text(config.attempt_window) + " or more");
+}
+
+}  // namespace
+
 std::vector<std::string> config_warnings(const DaemonConfig& config) {
   std::vector<std::string> warnings;
   // Without a command the provider replaces nothing: a repair waits only
@@ -364,6 +396,7 @@ std::vector<std::string> config_warnings(const DaemonConfig& config) {
         " s; raise repair_timeout to " + wait +
         " or more, or lower provider_timeout or register_timeout to what a replacement takes");
   }
+  budget_warnings(config, warnings);
   const auto srun_default = PluginConfig{}.verdict_timeout;
   if (verdict_wait(config) > srun_default) {
     const auto wait = seconds_text(verdict_wait(config));

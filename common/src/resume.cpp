@@ -99,6 +99,19 @@ std::chrono::seconds relaunch_backoff(std::uint32_t next_attempt, std::chrono::s
   return std::min(delay, cap);
 }
 
+RelaunchBudget relaunch_budget(const std::vector<AttemptTimes>& attempts,
+                               std::chrono::milliseconds window,
+                               std::chrono::milliseconds healthy_after) {
+  RelaunchBudget out;
+  for (auto it = attempts.rbegin(); it != attempts.rend(); ++it) {
+    if (healthy_after.count() > 0 && it->ran >= healthy_after) break;
+    if (it->attempt == 0) break;  // the run's first launch: no relaunch before it
+    ++out.streak;
+    if (it->since_start <= window) ++out.in_window;
+  }
+  return out;
+}
+
 std::string RelaunchMarker::encode() const {
   return run_id + " " + std::to_string(attempt) + " " + (own_master_port ? "1" : "0");
 }

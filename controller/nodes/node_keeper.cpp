@@ -132,8 +132,12 @@ std::string NodeKeeper::request_replace(const std::string& node, RepairMode mode
   // before the record below is written, and never sees a waiting record on
   // an unmarked node.
   slurm_.set_node_fail(node, reason);
-  NodeRepair repair{node, NodeRepairState::waiting, reason, mode, info->slurmd_start_time, 0,
-                    0,    clock_.unix_now(),        ""};
+  NodeRepair repair;
+  repair.node = node;
+  repair.reason = reason;
+  repair.mode = mode;
+  repair.instance = info->slurmd_start_time;
+  repair.set_started(clock_.stamp());
   repair.requested_by = requester;
   const auto what = effect_of(mode);
   const EventSpec event{EventKind::replace_requested,
@@ -219,9 +223,12 @@ void NodeKeeper::find_new(const NodeMap& nodes) {
     const auto mode = node->down || node->reason == kForceReason ? RepairMode::force
                       : node->reason == kWaitReason              ? RepairMode::wait
                                                                  : RepairMode::now;
-    NodeRepair repair{name, NodeRepairState::waiting, node->reason,
-                      mode, node->slurmd_start_time,  0,
-                      0,    clock_.unix_now(),        ""};
+    NodeRepair repair;
+    repair.node = name;
+    repair.reason = node->reason;
+    repair.mode = mode;
+    repair.instance = node->slurmd_start_time;
+    repair.set_started(clock_.stamp());
     const EventSpec event{
         EventKind::replace_requested,
         fmt::format("{} is {} ({}): the {} provider replaces it once no job runs on it", name,
@@ -258,7 +265,7 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
   // a few seconds may be newer than the node list, so it waits a little.
   const bool in_service = !node.fail && !node.down;
   const bool between_calls = repair.state == NodeRepairState::replacing && !calls_.contains(name);
-  if (in_service && clock_.unix_now() - repair.started_at >= kFreshRecord.count() &&
+  if (in_service && clock_.since(repair.started()) >= kFreshRecord &&
       (repair.state == NodeRepairState::waiting || repair.state == NodeRepairState::failed ||
        between_calls)) {
     drop(name, fmt::format("{} was put back in service {}", name,
@@ -290,8 +297,7 @@ bool NodeKeeper::advance_waiting(NodeRepair& repair, const slurm::NodeInfo& node
                                  const std::set<std::string>& protected_nodes) {
   const auto& name = repair.node;
   if (repair.mode == RepairMode::force && !node.down) {
-    const auto waited = clock_.unix_now() - repair.started_at;
-    if (protected_nodes.contains(name) && waited < kForceGrace.count()) return true;
+    if (protected_nodes.contains(name) && clock_.since(repair.started()) < kForceGrace) return true;
     slurm_.set_node_down(name, repair.reason);
     save(repair, EventKind::forced,
          fmt::format("{} set DOWN: the jobs left on it are killed", name));
@@ -306,7 +312,7 @@ bool NodeKeeper::advance_waiting(NodeRepair& repair, const slurm::NodeInfo& node
   }
   repair.state = NodeRepairState::replacing;
   repair.detail.clear();
-  repair.next_try = clock_.unix_now();
+  repair.set_next(clock_.stamp());
   save(repair, EventKind::jobs_gone, fmt::format("no job runs on {}: replacing it", name));
   return false;
 }
@@ -315,7 +321,7 @@ bool NodeKeeper::advance_replacing(NodeRepair& repair) {
   const auto& name = repair.node;
   auto call = calls_.find(name);
   if (call == calls_.end()) {
-    if (clock_.unix_now() < repair.next_try) return true;
+    if (clock_.since(repair.next()).count() < 0) return true;
     if (repair.attempts >= static_cast<std::int64_t>(config_.provider_retries)) {
       // Its last call was cut short by a restart of the controller.
       if (repair.detail.empty()) repair.detail = "the controller restarted during the last try";
@@ -346,7 +352,7 @@ bool NodeKeeper::advance_replacing(NodeRepair& repair) {
   repair.state = NodeRepairState::returning;
   repair.detail.clear();
   // The new instance must register within register_timeout.
-  repair.next_try = clock_.unix_now() + (config_.register_timeout.count() + 999) / 1000;
+  repair.set_next(clock_.stamp().plus(config_.register_timeout));
   save(repair, EventKind::provider_done,
        fmt::format("the provider replaced {}; waiting for its new instance to register", name));
   return true;
@@ -359,7 +365,7 @@ bool NodeKeeper::advance_returning(NodeRepair& repair, const slurm::NodeInfo& no
   // that restarted by itself before it) and answering slurmctld.
   if (node.slurmd_start_time == repair.instance || node.slurmd_start_time < repair.called_at ||
       node.not_responding) {
-    if (clock_.unix_now() < repair.next_try) return true;
+    if (clock_.since(repair.next()).count() < 0) return true;
     repair.detail = fmt::format("{} did not register again within register_timeout={} s", name,
                                 config_.register_timeout.count() / 1000);
     return false;
@@ -398,10 +404,11 @@ void NodeKeeper::retry_or_fail(NodeRepair& repair) {
   auto delay = duration_cast<seconds>(config_.provider_backoff);
   for (std::int64_t i = 1; i < repair.attempts && delay < seconds{600}; ++i) delay *= 2;
   repair.state = NodeRepairState::replacing;
-  repair.next_try = clock_.unix_now() + std::min<std::int64_t>(delay.count(), 600);
+  delay = std::min(delay, seconds{600});
+  repair.set_next(clock_.stamp().plus(delay));
   save(repair, EventKind::provider_failed,
        fmt::format("replacing {} failed (try {} of {}; again in {} s): {}", name, repair.attempts,
-                   config_.provider_retries, repair.next_try - clock_.unix_now(), repair.detail));
+                   config_.provider_retries, delay.count(), repair.detail));
 }
 
 void NodeKeeper::save(NodeRepair& repair, EventKind kind, const std::string& detail) {

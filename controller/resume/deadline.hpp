@@ -12,28 +12,36 @@
 #include <optional>
 #include <string>
 
+#include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "resume/detail.hpp"  // whole_seconds
 #include "store/store.hpp"
 
 namespace ar {
 
-// Unix seconds: a repair's start plus repair_timeout (plus the longest
-// backoff once the job is expanded: the backoff is not part of the repair),
-// or an ended step's end plus end_window plus repair_timeout; nothing while
-// the step runs or once it is decided.
-inline std::optional<std::int64_t> decide_by(const StoredStep& step, const DaemonConfig& config) {
+// A step's deadline: `within` of the stored moment `from` (clock.hpp:
+// Stamp; a wall clock step moves neither).
+struct Deadline {
+  Stamp from;
+  std::chrono::milliseconds within{0};
+
+  bool past(const Clock& clock) const { return clock.since(from) > within; }
+};
+
+// A repair's start plus repair_timeout (plus the longest backoff once the
+// job is expanded: the backoff is not part of the repair), or an ended
+// step's end plus end_window plus repair_timeout; nothing while the step
+// runs or once it is decided.
+inline std::optional<Deadline> decide_by(const StoredStep& step, const DaemonConfig& config) {
   if (step.state == StepState::repairing) {
-    if (!step.repair.contains("started_at")) return std::nullopt;
-    const auto started = step.repair["started_at"].get<std::int64_t>();
-    return started + resume_detail::whole_seconds(config.repair_timeout) +
-           (step.phase == RepairPhase::expanded
-                ? resume_detail::whole_seconds(DaemonConfig::kMaxBackoff)
-                : 0);
+    const auto started = get_stamp(step.repair, "started");
+    if (!started) return std::nullopt;
+    return Deadline{*started, config.repair_timeout + (step.phase == RepairPhase::expanded
+                                                           ? DaemonConfig::kMaxBackoff
+                                                           : std::chrono::milliseconds{0})};
   }
   if (step.state == StepState::ended)
-    return step.ended_at + resume_detail::whole_seconds(config.end_window) +
-           resume_detail::whole_seconds(config.repair_timeout);
+    return Deadline{step.ended(), config.end_window + config.repair_timeout};
   return std::nullopt;
 }
 

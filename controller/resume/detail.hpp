@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "autoresume/clock.hpp"
 #include "store/store.hpp"
 
 namespace ar::resume_detail {
@@ -52,5 +53,19 @@ inline constexpr seconds kOldStepGone{60};
 inline constexpr seconds kLostStepGrace{15};
 // How long a helper allocation may stay pending before another node is chosen.
 inline constexpr seconds kHelperPatience{30};
+
+// How long since the moment kept in `facts` as `name` (store.hpp:
+// put_stamp), which is set to now on the first call: a wait that survives
+// a restart of the controller and is not moved by a step of the wall clock.
+// For the helper's patience: waited_since(repair, "helper_since_" + node,
+// clock) >= kHelperPatience.
+inline milliseconds waited_since(proto::json& facts, const std::string& name, const Clock& clock) {
+  const auto since = get_stamp(facts, name);
+  if (!since) {
+    put_stamp(facts, name, clock.stamp());
+    return milliseconds{0};
+  }
+  return clock.since(*since);
+}
 
 }  // namespace ar::resume_detail

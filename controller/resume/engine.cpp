@@ -307,7 +307,7 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, co
 
 bool Engine::overdue(StoredStep& step) {
   const auto by = decide_by(step, config_);
-  if (!by || clock_.unix_now() <= *by) return false;
+  if (!by || !by->past(clock_)) return false;
   const bool repairing = step.state == StepState::repairing;
   const auto k = key(step);
   const bool unstored = give_up_unstored_.contains(k);
@@ -370,7 +370,8 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
           fmt::format("{}: {}", f["node"].get<std::string>(), f["why"].get<std::string>()));
     step.state = StepState::repairing;
     step.phase = RepairPhase::detected;
-    step.repair = {{"failed", std::move(found)}, {"started_at", clock_.unix_now()}};
+    step.repair = {{"failed", std::move(found)}};
+    put_stamp(step.repair, "started", clock_.stamp());
     save(step, EventKind::detected,
          fmt::format("step {}.{} attempt {}: {}", step.step.job_id, step.step.step_id,
                      step.step.attempt, join(what, ", ")));
@@ -383,8 +384,7 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   }
   // A node of an ended step still under suspicion (its cross-check under
   // way) holds the verdict back; decide_by bounds the wait.
-  if (step.state == StepState::ended &&
-      (clock_.unix_now() - step.ended_at) * 1000 >= config_.end_window.count() &&
+  if (step.state == StepState::ended && clock_.since(step.ended()) >= config_.end_window &&
       std::ranges::none_of(step_hosts(step), [this](const std::string& host) {
         const auto it = failed_probes_.find(host);
         return it != failed_probes_.end() && it->second > 0;

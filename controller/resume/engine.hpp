@@ -99,6 +99,9 @@ class Engine {
   // The `detected` phase: the policy's checks; false when the step was
   // decided (give_up, requeued) instead of going on to node_out.
   bool check_policy(StoredStep& step, const slurm::JobInfo& job);
+  // The run's relaunch budget before relaunching `step` (its earlier
+  // attempts from the store).
+  RelaunchBudget budget_of(const StoredStep& step);
   // Requeue (GRES, or the batch host failed), or give_up where Slurm cannot.
   void requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
                           const std::vector<std::string>& failed);

@@ -67,7 +67,7 @@ bool Engine::no_new_faults(StoredStep& step, const slurm::JobInfo& job, const No
       }
       repair["helpers"].erase(node);
     }
-    repair.erase("helper_since_" + node);
+    forget_stamp(repair, "helper_since_" + node);
     pass_over(step, node);
   }
   // A node of the job failed: it leaves the job in this same repair (the
@@ -82,16 +82,39 @@ bool Engine::no_new_faults(StoredStep& step, const slurm::JobInfo& job, const No
   return false;
 }
 
+RelaunchBudget Engine::budget_of(const StoredStep& step) {
+  // Each attempt ran from its registration to its fault (the repair's
+  // start), or to its end; the one failing now until now.
+  auto times = [this](const StoredStep& s) {
+    const auto end =
+        get_stamp(s.repair, "started").value_or(s.ended_at > 0 ? s.ended() : clock_.stamp());
+    return AttemptTimes{s.step.attempt, clock_.since(s.created()), elapsed(s.created(), end)};
+  };
+  std::vector<AttemptTimes> attempts;
+  for (const auto& s : store_.job_steps(step.step.job_id))
+    if (s.step.run_id == step.step.run_id && s.step.attempt < step.step.attempt)
+      attempts.push_back(times(s));
+  std::sort(attempts.begin(), attempts.end(),
+            [](const auto& a, const auto& b) { return a.attempt < b.attempt; });
+  attempts.push_back(times(step));
+  return relaunch_budget(attempts, config_.attempt_window, config_.healthy_after);
+}
+
 bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
   const auto failed = names(step.repair["failed"], "node");
-  const auto next = step.step.attempt + 1;
+  const auto budget = budget_of(step);
   // No relaunch, but the failed node still leaves the job (so that Slurm
   // does not kill it) and the step ends at once: the batch script goes on
   // with srun's give_up status.
   std::string give_up;
-  if (next > config_.max_attempts)
-    give_up = fmt::format("run {} was relaunched {} times already (max_attempts={})",
-                          step.step.run_id, step.step.attempt, config_.max_attempts);
+  if (budget.in_window >= config_.max_attempts)
+    give_up = fmt::format(
+        "run {} was relaunched {} times within attempt_window={} s (max_attempts={}){}",
+        step.step.run_id, budget.in_window, whole_seconds(config_.attempt_window),
+        config_.max_attempts,
+        config_.healthy_after.count() > 0 ? fmt::format(", none of them running healthy_after={} s",
+                                                        whole_seconds(config_.healthy_after))
+                                          : "");
   else if (job.end_time > 0 &&
            job.end_time - clock_.unix_now() < whole_seconds(config_.min_time_left))
     give_up = fmt::format("only {} s of job {}'s time limit are left (min_time_left={} s)",
@@ -113,6 +136,7 @@ bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
     requeue_or_give_up(step, job, failed);
     return false;
   }
+  step.repair["streak"] = budget.streak;  // the relaunch's backoff
   return true;
 }
 
@@ -298,7 +322,7 @@ bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
   }
   const auto now = slurm_.load_job(job.job_id);
   step.phase = RepairPhase::expanded;
-  step.repair["expanded_at"] = clock_.unix_now();
+  put_stamp(step.repair, "expanded", clock_.stamp());
   save(step, EventKind::expanded,
        fmt::format("job {} is on {} again", job.job_id, now ? now->nodes : std::string("?")));
   return true;
@@ -331,17 +355,16 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
     // The node went elsewhere or does not fit: choose again. The wait's
     // start is stored, since every tick reads the step from the store anew.
     const auto stamp = "helper_since_" + node;
-    if (!repair.contains(stamp)) {
-      repair[stamp] = clock_.unix_now();
-      if (!store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
-    }
-    const auto since = repair[stamp].get<std::int64_t>();
-    if (clock_.unix_now() - since < kHelperPatience.count()) return false;
+    const bool first = !get_stamp(repair, stamp);
+    const auto waited = waited_since(repair, stamp, clock_);
+    if (first && !store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
+    if (waited < kHelperPatience) return false;
     slurm_.cancel_job(helper);
     repair["helpers"].erase(node);
-    repair.erase(stamp);
+    forget_stamp(repair, stamp);
     return choose_again(fmt::format("helper job {} waited {} s for {} ({}): choosing another node",
-                                    helper, clock_.unix_now() - since, node, info->reason));
+                                    helper, std::chrono::duration_cast<seconds>(waited).count(),
+                                    node, info->reason));
   }
   if (!info || !info->running) {
     repair["helpers"].erase(node);  // ended without merging: try again
@@ -362,13 +385,14 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
   const auto now = slurm_.load_job(before.job_id);
   if (!now || !now->running) return;  // the next tick decides what happened
   const auto& job = *now;
-  const auto expanded_at = step.repair.value("expanded_at", clock_.unix_now());
-  const auto waited = clock_.unix_now() - expanded_at;
-  if (!old_step_gone(step, job, waited)) return;
+  const auto waited = clock_.since(get_stamp(step.repair, "expanded").value_or(clock_.stamp()));
+  if (!old_step_gone(step, job, std::chrono::duration_cast<seconds>(waited).count())) return;
   const auto next = step.step.attempt + 1;
-  const auto delay = relaunch_backoff(next, std::chrono::duration_cast<seconds>(config_.backoff),
+  // A repair stored before the budget has no streak: every attempt counts.
+  const std::uint32_t streak = step.repair.value("streak", next);
+  const auto delay = relaunch_backoff(streak, std::chrono::duration_cast<seconds>(config_.backoff),
                                       DaemonConfig::kMaxBackoff);
-  if (waited < delay.count()) return;
+  if (waited < delay) return;
   step.repair["relaunch"] = {{"nodelist", job.nodes}, {"num_nodes", job.hosts.size()}};
   decide(
       step, Verdict::relaunch,
@@ -395,12 +419,12 @@ bool Engine::old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int
   }
   // A slurmctld restarted since the cancel recovers the step's record, and
   // a new step waits for the CPUs it holds: cancel it again, once per grace.
-  const auto last = step.repair.value("old_step_cancelled_at", std::int64_t{0});
-  if (clock_.unix_now() - last < kOldStepGrace.count()) return false;
+  const auto last = get_stamp(step.repair, "old_step_cancelled");
+  if (last && clock_.since(*last) < kOldStepGrace) return false;
   slurm_.kill_step(job.job_id, id);
-  step.repair["old_step_cancelled_at"] = clock_.unix_now();
+  put_stamp(step.repair, "old_step_cancelled", clock_.stamp());
   if (!store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
-  if (last == 0)
+  if (!last)
     log::info("step {}: step {}.{} still listed {} s after the merge: cancelled again", key(step),
               job.job_id, id, waited);
   return !slurm_.step_exists(job.job_id, id);

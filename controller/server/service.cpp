@@ -297,7 +297,7 @@ proto::VerdictReply::Relaunch relaunch_plan(const StoredStep& step) {
 proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, uid_t caller) {
   auto step = owned_step(request.run_id, request.attempt, caller);
   if (request.ended && step.state == StepState::registered) {
-    const auto now = clock_.unix_now();
+    const auto now = clock_.stamp();
     try {
       if (store_.mark_ended(
               step, now,
@@ -310,14 +310,14 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
       // The store cannot take the end (its disk full): the step's deadline
       // runs from the first time srun said so all the same.
       step.state = StepState::ended;
-      step.ended_at = unstored_end(step, now, e.what());
+      step.set_ended(unstored_end(step, now, e.what()));
     }
   }
   proto::VerdictReply reply;
   reply.run_id = step.step.run_id;
   reply.attempt = step.step.attempt;
   if (const auto by = config_ != nullptr ? decide_by(step, *config_) : std::nullopt;
-      by && clock_.unix_now() > *by) {
+      by && by->past(clock_)) {
     // The engine should have decided by now; srun hears give_up whether or
     // not it can be stored, unless the engine decided just now (its verdict
     // stands).
@@ -350,8 +350,7 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
   return reply;
 }
 
-std::int64_t Service::unstored_end(const StoredStep& step, std::int64_t now,
-                                   const std::string& why) {
+Stamp Service::unstored_end(const StoredStep& step, const Stamp& now, const std::string& why) {
   if (first_store_failure(step, "end"))
     log::warn("step {}#{}: cannot store that srun says it ended; its deadline runs from now: {}",
               step.step.run_id, step.step.attempt, why);

@@ -66,7 +66,7 @@ class Service {
   StoredStep owned_step(const std::string& run_id, std::uint32_t attempt, uid_t caller);
   // When srun first said the step ended, kept here while the store cannot
   // take it (its disk full), so that the step's deadline still comes.
-  std::int64_t unstored_end(const StoredStep& step, std::int64_t now, const std::string& why);
+  Stamp unstored_end(const StoredStep& step, const Stamp& now, const std::string& why);
   // True the first time `what` of the step cannot be stored: said once.
   bool first_store_failure(const StoredStep& step, const char* what);
 
@@ -80,7 +80,7 @@ class Service {
   std::optional<uid_t> slurm_user_;
   // Guarded by mutex_ as well: the steps' ends the store could not take,
   // and the store failures said already (run#attempt and what).
-  std::map<std::string, std::int64_t> unstored_ends_;
+  std::map<std::string, Stamp> unstored_ends_;
   std::set<std::string> store_failures_;
   std::string lookup_error_;  // why slurmctld could not say who SlurmUser is
 };

@@ -104,9 +104,10 @@ class Statement {
 
 constexpr const char* kStepColumns =
     "run_id, attempt, job_id, step_id, uid, argv, cwd, nodelist, state, created_at, ended_at,"
-    " verdict, message, phase, repair, rowid";
+    " verdict, message, phase, repair, rowid, created_boot_ms, created_boot_id, ended_boot_ms,"
+    " ended_boot_id";
 // PRAGMA user_version of the current schema.
-constexpr int kSchemaVersion = 5;
+constexpr int kSchemaVersion = 6;
 
 StoredStep read_step(const Statement& s) {
   StoredStep out;
@@ -131,6 +132,10 @@ StoredStep read_step(const Statement& s) {
   out.phase = stored<RepairPhase>(s.text(13), "repair phase");
   out.repair = proto::json::parse(s.text(14));
   out.row = s.integer(15);
+  out.created_boot_ms = s.integer(16);
+  out.created_boot_id = s.text(17);
+  out.ended_boot_ms = s.integer(18);
+  out.ended_boot_id = s.text(19);
   return out;
 }
 
@@ -156,6 +161,8 @@ Store::Store(const std::filesystem::path& state_dir, const Clock& clock) : clock
       " ended_at INTEGER NOT NULL DEFAULT 0, verdict TEXT NOT NULL DEFAULT '',"
       " message TEXT NOT NULL DEFAULT '', phase TEXT NOT NULL DEFAULT '',"
       " repair TEXT NOT NULL DEFAULT '{}',"
+      " created_boot_ms INTEGER NOT NULL DEFAULT 0, created_boot_id TEXT NOT NULL DEFAULT '',"
+      " ended_boot_ms INTEGER NOT NULL DEFAULT 0, ended_boot_id TEXT NOT NULL DEFAULT '',"
       " PRIMARY KEY (run_id, attempt));"
       "CREATE TABLE IF NOT EXISTS events ("
       " id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, job_id INTEGER NOT NULL,"
@@ -165,7 +172,9 @@ Store::Store(const std::filesystem::path& state_dir, const Clock& clock) : clock
       " node TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT NOT NULL, mode TEXT NOT NULL,"
       " instance INTEGER NOT NULL, attempts INTEGER NOT NULL, next_try INTEGER NOT NULL,"
       " started_at INTEGER NOT NULL, detail TEXT NOT NULL, called_at INTEGER NOT NULL DEFAULT 0,"
-      " requested_by INTEGER NOT NULL DEFAULT -1);");
+      " requested_by INTEGER NOT NULL DEFAULT -1,"
+      " started_boot_ms INTEGER NOT NULL DEFAULT 0, started_boot_id TEXT NOT NULL DEFAULT '',"
+      " next_try_boot_ms INTEGER NOT NULL DEFAULT 0, next_try_boot_id TEXT NOT NULL DEFAULT '');");
   migrate();
 }
 
@@ -178,7 +187,10 @@ void Store::migrate() {
                              std::to_string(current) + ", this one knows " +
                              std::to_string(kSchemaVersion) + ")");
   if (current == kSchemaVersion) return;
-  // Schema 1 (and a new file) may lack the resume columns.
+  constexpr const char* kZero = "INTEGER NOT NULL DEFAULT 0";
+  constexpr const char* kEmpty = "TEXT NOT NULL DEFAULT ''";
+  // Schema 1 (and a new file) may lack the resume columns; schema 4 lacks
+  // the boot times (an old row keeps empty boot ids: its wall time counts).
   std::vector<std::string> columns;
   Statement info(db_, "PRAGMA table_info(steps)");
   while (info.step()) columns.push_back(info.text(1));
@@ -186,7 +198,11 @@ void Store::migrate() {
                                                        {"verdict", "TEXT NOT NULL DEFAULT ''"},
                                                        {"message", "TEXT NOT NULL DEFAULT ''"},
                                                        {"phase", "TEXT NOT NULL DEFAULT ''"},
-                                                       {"repair", "TEXT NOT NULL DEFAULT '{}'"}};
+                                                       {"repair", "TEXT NOT NULL DEFAULT '{}'"},
+                                                       {"created_boot_ms", kZero},
+                                                       {"created_boot_id", kEmpty},
+                                                       {"ended_boot_ms", kZero},
+                                                       {"ended_boot_id", kEmpty}};
   for (const auto& [name, type] : added)
     if (std::find(columns.begin(), columns.end(), name) == columns.end())
       exec(("ALTER TABLE steps ADD COLUMN " + std::string(name) + " " + type).c_str());
@@ -196,16 +212,18 @@ void Store::migrate() {
   while (events.step()) has_node = has_node || events.text(1) == "node";
   if (!has_node) exec("ALTER TABLE events ADD COLUMN node TEXT NOT NULL DEFAULT ''");
   // Schema 3 may lack the provider's call time (added without a version of
-  // its own), and lacks who requested a replacement.
+  // its own), and lacks who requested a replacement; schema 4 the boot times.
   std::vector<std::string> repair_columns;
   Statement repairs(db_, "PRAGMA table_info(node_repairs)");
   while (repairs.step()) repair_columns.push_back(repairs.text(1));
   const std::pair<const char*, const char*> repair_added[] = {
-      {"called_at", "INTEGER NOT NULL DEFAULT 0"}, {"requested_by", "INTEGER NOT NULL DEFAULT -1"}};
+      {"called_at", kZero},        {"requested_by", "INTEGER NOT NULL DEFAULT -1"},
+      {"started_boot_ms", kZero},  {"started_boot_id", kEmpty},
+      {"next_try_boot_ms", kZero}, {"next_try_boot_id", kEmpty}};
   for (const auto& [name, type] : repair_added)
     if (std::find(repair_columns.begin(), repair_columns.end(), name) == repair_columns.end())
       exec(("ALTER TABLE node_repairs ADD COLUMN " + std::string(name) + " " + type).c_str());
-  // Schema 4 lacks the guard rails' flags and counted actions.
+  // Schema 5 and older lack the guard rails' flags and counted actions.
   exec(
       "CREATE TABLE IF NOT EXISTS guard_flags (name TEXT PRIMARY KEY, value TEXT NOT NULL);"
       "CREATE TABLE IF NOT EXISTS guard_actions ("
@@ -286,11 +304,12 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
       if (blocking != nullptr) *blocking = read_step(other);
       return Insert::busy;
     }
-    const auto now = clock_.unix_now();
+    const auto stamp = clock_.stamp();
+    const auto now = stamp.wall;
     Statement insert(db_,
                      "INSERT INTO steps (run_id, attempt, job_id, step_id, uid, argv, cwd,"
-                     " nodelist, state, created_at, updated_at)"
-                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'registered', ?, ?)");
+                     " nodelist, state, created_at, updated_at, created_boot_ms, created_boot_id)"
+                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'registered', ?, ?, ?, ?)");
     insert.bind(1, step.run_id)
         .bind(2, step.attempt)
         .bind(3, step.job_id)
@@ -300,7 +319,9 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
         .bind(7, step.cwd)
         .bind(8, step.nodelist)
         .bind(9, now)
-        .bind(10, now);
+        .bind(10, now)
+        .bind(11, stamp.boot_ms)
+        .bind(12, stamp.boot_id);
     insert.step();
     StoredStep stored;
     stored.step = step;
@@ -324,7 +345,8 @@ bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
     const auto now = clock_.unix_now();
     Statement update(db_,
                      "UPDATE steps SET state = ?, verdict = ?, message = ?, phase = ?, repair = ?,"
-                     " ended_at = ?, updated_at = ? WHERE run_id = ? AND attempt = ?");
+                     " ended_at = ?, updated_at = ?, ended_boot_ms = ?, ended_boot_id = ?"
+                     " WHERE run_id = ? AND attempt = ?");
     update.bind(1, std::string(name_of(step.state)))
         .bind(2, verdict_text(step.verdict))
         .bind(3, shortened(step.message, kMaxDetailBytes))
@@ -332,24 +354,29 @@ bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
         .bind(5, step.repair.dump(-1, ' ', false, proto::json::error_handler_t::replace))
         .bind(6, step.ended_at)
         .bind(7, now)
-        .bind(8, step.step.run_id)
-        .bind(9, step.step.attempt);
+        .bind(8, step.ended_boot_ms)
+        .bind(9, step.ended_boot_id)
+        .bind(10, step.step.run_id)
+        .bind(11, step.step.attempt);
     update.step();
     if (event) insert_event(now, step, *event);
     return true;
   });
 }
 
-bool Store::mark_ended(const StoredStep& step, std::int64_t at, const EventSpec& event) {
+bool Store::mark_ended(const StoredStep& step, const Stamp& at, const EventSpec& event) {
   std::lock_guard lock(mutex_);
   return transaction([&] {
     Statement update(db_,
-                     "UPDATE steps SET state = 'ended', ended_at = ?, updated_at = ?"
+                     "UPDATE steps SET state = 'ended', ended_at = ?, updated_at = ?,"
+                     " ended_boot_ms = ?, ended_boot_id = ?"
                      " WHERE run_id = ? AND attempt = ? AND state = 'registered'");
-    update.bind(1, at)
+    update.bind(1, at.wall)
         .bind(2, clock_.unix_now())
-        .bind(3, step.step.run_id)
-        .bind(4, step.step.attempt);
+        .bind(3, at.boot_ms)
+        .bind(4, at.boot_id)
+        .bind(5, step.step.run_id)
+        .bind(6, step.step.attempt);
     update.step();
     if (sqlite3_changes(db_) != 1) return false;
     insert_event(clock_.unix_now(), step, event);
@@ -461,15 +488,26 @@ namespace {
 
 constexpr const char* kNodeRepairColumns =
     "node, state, reason, mode, instance, attempts, next_try, started_at, detail, called_at,"
-    " requested_by";
+    " requested_by, started_boot_ms, started_boot_id, next_try_boot_ms, next_try_boot_id";
 
 NodeRepair read_node_repair(const Statement& s) {
-  return {s.text(0),    stored<NodeRepairState>(s.text(1), "node repair state"),
-          s.text(2),    stored<RepairMode>(s.text(3), "repair mode"),
-          s.integer(4), s.integer(5),
-          s.integer(6), s.integer(7),
-          s.text(8),    s.integer(9),
-          s.integer(10)};
+  NodeRepair out;
+  out.node = s.text(0);
+  out.state = stored<NodeRepairState>(s.text(1), "node repair state");
+  out.reason = s.text(2);
+  out.mode = stored<RepairMode>(s.text(3), "repair mode");
+  out.instance = s.integer(4);
+  out.attempts = s.integer(5);
+  out.next_try = s.integer(6);
+  out.started_at = s.integer(7);
+  out.detail = s.text(8);
+  out.called_at = s.integer(9);
+  out.requested_by = s.integer(10);
+  out.started_boot_ms = s.integer(11);
+  out.started_boot_id = s.text(12);
+  out.next_try_boot_ms = s.integer(13);
+  out.next_try_boot_id = s.text(14);
+  return out;
 }
 
 }  // namespace
@@ -522,7 +560,11 @@ void bind_node_repair(Statement& s, const NodeRepair& repair) {
       .bind(8, repair.started_at)
       .bind(9, repair.detail)
       .bind(10, repair.called_at)
-      .bind(11, repair.requested_by);
+      .bind(11, repair.requested_by)
+      .bind(12, repair.started_boot_ms)
+      .bind(13, repair.started_boot_id)
+      .bind(14, repair.next_try_boot_ms)
+      .bind(15, repair.next_try_boot_id);
 }
 
 }  // namespace
@@ -530,9 +572,10 @@ void bind_node_repair(Statement& s, const NodeRepair& repair) {
 void Store::save_node_repair(const NodeRepair& repair, const EventSpec& event) {
   std::lock_guard lock(mutex_);
   transaction([&] {
-    Statement upsert(db_, (std::string("INSERT OR REPLACE INTO node_repairs (") +
-                           kNodeRepairColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-                              .c_str());
+    Statement upsert(db_,
+                     (std::string("INSERT OR REPLACE INTO node_repairs (") + kNodeRepairColumns +
+                      ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                         .c_str());
     bind_node_repair(upsert, repair);
     upsert.step();
     insert_node_event(clock_.unix_now(), repair.node, 0, event, requester(repair));
@@ -542,9 +585,10 @@ void Store::save_node_repair(const NodeRepair& repair, const EventSpec& event) {
 bool Store::add_node_repair(const NodeRepair& repair, const EventSpec& event) {
   std::lock_guard lock(mutex_);
   return transaction([&] {
-    Statement insert(db_, (std::string("INSERT OR IGNORE INTO node_repairs (") +
-                           kNodeRepairColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-                              .c_str());
+    Statement insert(db_,
+                     (std::string("INSERT OR IGNORE INTO node_repairs (") + kNodeRepairColumns +
+                      ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                         .c_str());
     bind_node_repair(insert, repair);
     insert.step();
     if (sqlite3_changes(db_) != 1) return false;
@@ -626,6 +670,29 @@ std::uint32_t Store::actions_since(const std::string& kind, std::int64_t since) 
 void Store::forget_actions() {
   std::lock_guard lock(mutex_);
   exec("DELETE FROM guard_actions");
+}
+
+void put_stamp(proto::json& facts, const std::string& name, const Stamp& stamp) {
+  facts[name + "_at"] = stamp.wall;
+  facts[name + "_boot_ms"] = stamp.boot_ms;
+  facts[name + "_boot_id"] = stamp.boot_id;
+}
+
+void forget_stamp(proto::json& facts, const std::string& name) {
+  for (const auto* suffix : {"_at", "_boot_ms", "_boot_id"}) facts.erase(name + suffix);
+}
+
+std::optional<Stamp> get_stamp(const proto::json& facts, const std::string& name) {
+  const auto at = facts.find(name + "_at");
+  if (at == facts.end() || !at->is_number_integer()) return std::nullopt;
+  Stamp out{at->get<std::int64_t>(), 0, {}};
+  const auto ms = facts.find(name + "_boot_ms");
+  const auto id = facts.find(name + "_boot_id");
+  if (ms != facts.end() && ms->is_number_integer() && id != facts.end() && id->is_string()) {
+    out.boot_ms = ms->get<std::int64_t>();
+    out.boot_id = id->get<std::string>();
+  }
+  return out;
 }
 
 }  // namespace ar

@@ -31,7 +31,29 @@ struct StoredStep {
   RepairPhase phase = RepairPhase::none;       // how far a repair got (resumed after a restart)
   proto::json repair = proto::json::object();  // the repair's facts (failed nodes, helper job...)
   std::int64_t row = 0;                        // the store's row id: a status page's cursor
+  // created_at and ended_at with the boot time (clock.hpp: Stamp); a boot
+  // id is empty in a record stored before schema 5 (then wall time counts).
+  std::int64_t created_boot_ms = 0;
+  std::string created_boot_id{};
+  std::int64_t ended_boot_ms = 0;
+  std::string ended_boot_id{};
+
+  Stamp created() const { return {created_at, created_boot_ms, created_boot_id}; }
+  Stamp ended() const { return {ended_at, ended_boot_ms, ended_boot_id}; }
+  void set_ended(const Stamp& at) {
+    ended_at = at.wall;
+    ended_boot_ms = at.boot_ms;
+    ended_boot_id = at.boot_id;
+  }
 };
+
+// A Stamp kept in a JSON object (a repair's facts) as NAME_at (Unix
+// seconds, shown as before), NAME_boot_ms and NAME_boot_id. One stored
+// before the boot fields has its wall time only; nothing without NAME_at.
+void put_stamp(proto::json& facts, const std::string& name, const Stamp& stamp);
+std::optional<Stamp> get_stamp(const proto::json& facts, const std::string& name);
+// Removes what put_stamp kept as `name`.
+void forget_stamp(proto::json& facts, const std::string& name);
 
 // An event to record with a state change.
 struct EventSpec {
@@ -62,6 +84,24 @@ struct NodeRepair {
   std::string detail;              // the last provider failure, kept for the events and status
   std::int64_t called_at = 0;      // unix seconds: when the provider was last called
   std::int64_t requested_by = -1;  // the uid whose `replace` asked for it; -1: the node's mark
+  // started_at and next_try with the boot time (as StoredStep's).
+  std::int64_t started_boot_ms = 0;
+  std::string started_boot_id{};
+  std::int64_t next_try_boot_ms = 0;
+  std::string next_try_boot_id{};
+
+  Stamp started() const { return {started_at, started_boot_ms, started_boot_id}; }
+  Stamp next() const { return {next_try, next_try_boot_ms, next_try_boot_id}; }
+  void set_started(const Stamp& at) {
+    started_at = at.wall;
+    started_boot_ms = at.boot_ms;
+    started_boot_id = at.boot_id;
+  }
+  void set_next(const Stamp& at) {
+    next_try = at.wall;
+    next_try_boot_ms = at.boot_ms;
+    next_try_boot_id = at.boot_id;
+  }
 };
 
 class Store {
@@ -93,7 +133,11 @@ class Store {
   bool save(const StoredStep& step, const std::optional<EventSpec>& event);
   // registered -> ended, with its event; false if the step is past
   // `registered` already (a repair or a verdict is not overwritten).
-  bool mark_ended(const StoredStep& step, std::int64_t at, const EventSpec& event);
+  bool mark_ended(const StoredStep& step, const Stamp& at, const EventSpec& event);
+  // The same at a wall time alone (its boot not known).
+  bool mark_ended(const StoredStep& step, std::int64_t at, const EventSpec& event) {
+    return mark_ended(step, Stamp{at, 0, {}}, event);
+  }
   // Decides a step `cancelled` with `message`, leaving its repair facts as
   // they are; false if it was decided already.
   bool cancel(const StoredStep& step, const std::string& message);

@@ -78,7 +78,7 @@ wait_until 30 "attempt 2 to make progress" past $((past_now + 3))
 "$CLUSTER_CMD" kill-node "$CLUSTER" node4 >/dev/null
 wait_until 60 "the batch script to go on" grep -q "^srun exit" job.out
 cat job.out
-assert_contains job.out "give_up: run $job\.0-[0-9a-f]{8} was relaunched 2 times already \(max_attempts=2\); the failed node left the job" "srun's message"
+assert_contains job.out "give_up: run $job\.0-[0-9a-f]{8} was relaunched 2 times within attempt_window=86400 s \(max_attempts=2\), none of them running healthy_after=1800 s; the failed node left the job" "srun's message"
 assert_contains job.out "^srun exit 75$" "srun's exit status"
 wait_until 30 "the job to end" job_ended
 assert_eq "$(job_field JobState)" COMPLETED "the job's state"

@@ -27,14 +27,14 @@ printf 'provider=local\nmax_attempts=4\n' >"$tmp/good.conf"
 # both binaries print exactly these keys, once each (a setting added to or
 # dropped from the controller's config must be added to or dropped from this
 # list too). The last five are printed only when set.
-settings=(listen state_dir provider max_attempts backoff probe_interval probe_failures end_window
-  repair_timeout min_time_left provider_timeout provider_retries provider_backoff
+settings=(listen state_dir provider max_attempts attempt_window healthy_after backoff
+  probe_interval probe_failures probe_max_silent_percent end_window repair_timeout min_time_left provider_timeout provider_retries provider_backoff
   register_timeout heartbeat_timeout heartbeat_max_silent_percent retention
   auth_timeout max_unauthenticated max_user_connections reserved_fds privileged_connections
   mode max_marks_per_hour max_replacements_per_hour
   spares provider_command munge_socket local_restart_command heartbeat_bind)
 printf '%s\n' "${settings[@]}" | sort >"$tmp/settings"
-printf '%s\n' "${settings[@]:0:25}" | sort >"$tmp/settings-unset"
+printf '%s\n' "${settings[@]:0:28}" | sort >"$tmp/settings-unset"
 cat >"$tmp/full.conf" <<'CONF'
 provider=spares
 spares=2

@@ -363,3 +363,49 @@ TEST_CASE("mode and the breaker's limits parse as a count or a percent and rende
   CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nmode=watch\n", "f.conf"),
                     Contains("f.conf:2:") && Contains("'watch'") && Contains("act or observe"));
 }
+
+TEST_CASE("the relaunch budget: attempt_window and healthy_after parse, with their defaults",
+          "[daemon_config]") {
+  using namespace std::chrono_literals;
+  const auto defaults = ar::parse_daemon_config("provider=local\n", "f");
+  CHECK(defaults.max_attempts == 3);
+  CHECK(defaults.attempt_window == 24h);
+  CHECK(defaults.healthy_after == 30min);
+  const auto config =
+      ar::parse_daemon_config("provider=local\nattempt_window=3600\nhealthy_after=0\n", "f");
+  CHECK(config.attempt_window == 1h);
+  CHECK(config.healthy_after == 0ms);
+  const auto again = ar::parse_daemon_config(ar::render(config), "r");
+  CHECK(again.attempt_window == 1h);
+  CHECK(again.healthy_after == 0ms);
+  auto fails = [](const char* line, const char* expected) {
+    const std::string text = std::string("provider=local\n") + line + "\n";
+    CHECK_THROWS_WITH(ar::parse_daemon_config(text, "f.conf"), Contains(expected));
+  };
+  fails("attempt_window=0", "f.conf:2: invalid value '0' for attempt_window");
+  fails("attempt_window=0.5", "invalid value '0.5' for attempt_window: expected seconds from 1");
+  fails("healthy_after=-5", "f.conf:2: invalid value '-5' for healthy_after");
+  fails("healthy_after=half an hour", "invalid value 'half an hour' for healthy_after");
+}
+
+TEST_CASE("a relaunch budget that cannot run out, or outlives retention, is warned about",
+          "[daemon_config][config_warnings]") {
+  const auto warnings = warnings_of(kCommand + "attempt_window=3600\nhealthy_after=1800\n");
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] ==
+        "attempt_window=3600 s is shorter than max_attempts x healthy_after = 5400 s: a run "
+        "that fails just before healthy_after=1800 s every time never has max_attempts=3 "
+        "relaunches within the window and is relaunched forever; raise attempt_window to 5400 "
+        "or more, or lower healthy_after");
+  // The edge, and healthy_after=0 (no reset: the window alone counts).
+  CHECK(warnings_of(kCommand + "attempt_window=5400\nhealthy_after=1800\n").empty());
+  CHECK(warnings_of(kCommand + "attempt_window=60\nhealthy_after=0\n").empty());
+  // healthy_after longer than the window: a run failing every 59 min is
+  // relaunched forever; with no relaunches at all nothing loops.
+  CHECK(warnings_of(kCommand + "attempt_window=3600\nhealthy_after=7200\n").size() == 1);
+  CHECK(
+      warnings_of(kCommand + "attempt_window=3600\nhealthy_after=7200\nmax_attempts=0\n").empty());
+  const auto retention = warnings_of(kCommand + "attempt_window=86400\nretention=3600\n");
+  REQUIRE(retention.size() == 1);
+  CHECK_THAT(retention[0], Contains("attempt_window=86400 s is longer than retention=3600 s"));
+}

@@ -5,6 +5,7 @@
 
 #include "engine_rig.hpp"
 #include "full_store.hpp"
+#include "hostlist.hpp"
 #include "stderr_capture.hpp"
 
 TEST_CASE("max_attempts reached: give_up with the failed node out of the job", "[engine]") {
@@ -16,7 +17,8 @@ TEST_CASE("max_attempts reached: give_up with the failed node out of the job", "
   const auto step = rig.step(1);
   CHECK(step.verdict == Verdict::give_up);
   CHECK(step.message ==
-        "run r was relaunched 1 times already (max_attempts=1); the failed node left the job");
+        "run r was relaunched 1 times within attempt_window=86400 s (max_attempts=1), none of "
+        "them running healthy_after=1800 s; the failed node left the job");
   CHECK(rig.slurm.updated("shrink 10 node[1-2,4]"));
   CHECK_FALSE(rig.slurm.updated("helper"));
 }
@@ -247,4 +249,163 @@ TEST_CASE(
   CHECK(rig.step().verdict == Verdict::give_up);
   CHECK(kills() == 2);
   CHECK(ar::test::lines_with(log.text(), "its give_up is stored now") == 1);
+}
+
+namespace {
+
+// Run "r" relaunched as `attempt` (step `attempt` of job 10, on the job's
+// nodes now), as srun registers it.
+void relaunched(Rig& rig, std::uint32_t attempt) {
+  const auto nodes = ar::slurm::compress_hostlist(rig.slurm.jobs.at(10).hosts);
+  rig.slurm.add_step(10, attempt, nodes);
+  ar::proto::StepRegistration step;
+  step.job_id = 10;
+  step.step_id = attempt;
+  step.run_id = "r";
+  step.attempt = attempt;
+  step.argv = {"srun", "--auto-resume=1", "train"};
+  step.cwd = "/w";
+  step.nodelist = nodes;
+  REQUIRE(rig.store->register_step(step, 1000) == ar::Store::Insert::created);
+}
+
+// After `ran`, the last node of attempt `attempt` fails; its verdict once
+// the repair is over (the backoff passes in steps of 1 s).
+ar::StoredStep fault_after(Rig& rig, std::uint32_t attempt, std::chrono::milliseconds ran) {
+  // Many faults in an hour on a small cluster: the circuit breaker's
+  // default (2 marks an hour here) is not what these tests are about.
+  rig.config.max_marks_per_hour = ar::ActionLimit{1000, false};
+  rig.config.max_replacements_per_hour = ar::ActionLimit{1000, false};
+  rig.clock.advance(ran);
+  rig.slurm.nodes[rig.slurm.jobs.at(10).hosts.back()].down = true;
+  for (int i = 0; i < 700 && rig.step(attempt).state != StepState::decided; ++i) {
+    rig.engine->tick();
+    rig.clock.advance(1s);
+  }
+  return rig.step(attempt);
+}
+
+}  // namespace
+
+TEST_CASE("a long run with more faults than max_attempts spread over the window goes on",
+          "[engine][budget]") {
+  Rig rig(12);
+  rig.config.attempt_window = 1h;
+  rig.config.healthy_after = 0ms;  // the window alone counts
+  rig.config.backoff = 0ms;
+  rig.protect();
+  // Five faults, 25 min apart: never more than 3 relaunches within an hour.
+  for (std::uint32_t attempt = 0; attempt < 5; ++attempt) {
+    INFO("attempt " << attempt);
+    const auto step = fault_after(rig, attempt, 25min);
+    REQUIRE(step.verdict == Verdict::relaunch);
+    relaunched(rig, attempt + 1);
+  }
+}
+
+TEST_CASE("a fourth fault within attempt_window gives up, naming the budget", "[engine][budget]") {
+  Rig rig(12);
+  rig.config.attempt_window = 1h;
+  rig.config.backoff = 0ms;
+  rig.protect();
+  for (std::uint32_t attempt = 0; attempt < 3; ++attempt) {
+    REQUIRE(fault_after(rig, attempt, 10min).verdict == Verdict::relaunch);
+    relaunched(rig, attempt + 1);
+  }
+  const auto step = fault_after(rig, 3, 10min);
+  CHECK(step.verdict == Verdict::give_up);
+  CHECK(step.message ==
+        "run r was relaunched 3 times within attempt_window=3600 s (max_attempts=3), none of "
+        "them running healthy_after=1800 s; the failed node left the job");
+}
+
+TEST_CASE("an attempt that ran healthy_after resets the count and the backoff",
+          "[engine][budget]") {
+  Rig rig(12);
+  rig.config.backoff = 10s;
+  rig.protect();
+  // Attempts 0 and 1 fail quickly: the second relaunch waits 10 s.
+  REQUIRE(fault_after(rig, 0, 1min).message.find("backoff") == std::string::npos);
+  relaunched(rig, 1);
+  REQUIRE(fault_after(rig, 1, 1min).message.ends_with("after a backoff of 10 s"));
+  relaunched(rig, 2);
+  // Attempt 2 runs 30 min (healthy_after): its relaunch is a first one again.
+  auto step = fault_after(rig, 2, 30min);
+  CHECK(step.verdict == Verdict::relaunch);
+  CHECK(step.message.find("backoff") == std::string::npos);
+  relaunched(rig, 3);
+  // Quick faults again: the backoff grows from the start, and three more
+  // relaunches fit in the budget (2 within the window before the reset).
+  step = fault_after(rig, 3, 1min);
+  CHECK(step.message.ends_with("after a backoff of 10 s"));
+  relaunched(rig, 4);
+  step = fault_after(rig, 4, 1min);
+  CHECK(step.message.ends_with("after a backoff of 20 s"));
+  relaunched(rig, 5);
+  CHECK(fault_after(rig, 5, 1min).verdict == Verdict::give_up);
+}
+
+TEST_CASE("a wall clock step during a repair moves neither repair_timeout nor the backoff",
+          "[engine][clock]") {
+  const auto step_by = GENERATE(as<std::chrono::milliseconds>{}, 1h, -1h);
+  INFO("the wall clock steps by " << step_by.count() << " ms");
+  SECTION("repair_timeout") {
+    Rig rig(4);  // no idle node: the repair waits at node_out
+    rig.config.repair_timeout = 60s;
+    rig.protect();
+    rig.slurm.nodes["node3"].down = true;
+    rig.engine->tick();
+    REQUIRE(rig.step().phase == RepairPhase::node_out);
+    rig.clock.step_wall(step_by);
+    rig.clock.advance(60s);
+    rig.engine->tick();
+    CHECK(rig.step().state == StepState::repairing);
+    rig.clock.advance(1s);
+    rig.engine->tick();
+    CHECK(rig.step().verdict == Verdict::give_up);
+  }
+  SECTION("the backoff") {
+    Rig rig;
+    rig.config.backoff = 10s;
+    rig.protect(1, 1);
+    rig.slurm.nodes["node3"].down = true;
+    rig.engine->tick();
+    REQUIRE(rig.step(1).phase == RepairPhase::expanded);
+    rig.clock.step_wall(step_by);
+    rig.clock.advance(9s);
+    rig.engine->tick();
+    CHECK(rig.step(1).state == StepState::repairing);
+    rig.clock.advance(1s);
+    rig.engine->tick();
+    CHECK(rig.step(1).verdict == Verdict::relaunch);
+  }
+  SECTION("end_window") {
+    Rig rig;
+    rig.protect();
+    auto step = rig.step();
+    REQUIRE(rig.store->mark_ended(step, rig.clock.stamp(), {EventKind::ended, "ended"}));
+    rig.clock.step_wall(step_by);
+    rig.engine->tick();
+    CHECK(rig.step().state == StepState::ended);
+    rig.clock.advance(3s);
+    rig.engine->tick();
+    CHECK(rig.step().verdict == Verdict::no_fault);
+  }
+}
+
+TEST_CASE("a controller restarted after a reboot of its host counts the repair by wall time",
+          "[engine][clock]") {
+  Rig rig(4);
+  rig.config.repair_timeout = 60s;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::node_out);
+  rig.clock.reboot(30s);
+  rig.start();
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::repairing);
+  rig.clock.advance(31s);
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::give_up);
 }

@@ -21,10 +21,34 @@ std::int64_t ManualClock::unix_now() const {
   return unix_ms_ / 1000;
 }
 
+std::int64_t ManualClock::boot_ms() const {
+  std::lock_guard lock(mutex_);
+  return boot_ms_;
+}
+
+std::string ManualClock::boot_id() const {
+  std::lock_guard lock(mutex_);
+  return "fake-boot-" + std::to_string(boots_);
+}
+
 void ManualClock::advance(std::chrono::milliseconds by) {
   std::lock_guard lock(mutex_);
   now_ += by;
   unix_ms_ += by.count();
+  boot_ms_ += by.count();
+}
+
+void ManualClock::step_wall(std::chrono::milliseconds by) {
+  std::lock_guard lock(mutex_);
+  unix_ms_ += by.count();
+}
+
+void ManualClock::reboot(std::chrono::milliseconds down) {
+  std::lock_guard lock(mutex_);
+  ++boots_;
+  boot_ms_ = 1000;
+  unix_ms_ += down.count();
+  now_ += down;
 }
 
 void FakeSlurm::check_reachable() const {

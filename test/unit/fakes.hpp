@@ -30,12 +30,22 @@ class ManualClock final : public Clock {
   ManualClock();
   Steady::time_point now() const override;
   std::int64_t unix_now() const override;
+  std::int64_t boot_ms() const override;
+  std::string boot_id() const override;
+  // Time passes: every clock moves.
   void advance(std::chrono::milliseconds by);
+  // The wall clock alone is set (by an admin, NTP): forward or back.
+  void step_wall(std::chrono::milliseconds by);
+  // The machine boots again: a new boot id, the boot time starts over, the
+  // wall time goes on by `down` (the time the machine was off).
+  void reboot(std::chrono::milliseconds down);
 
  private:
   mutable std::mutex mutex_;
   Steady::time_point now_;
   std::int64_t unix_ms_;
+  std::int64_t boot_ms_ = 3'600'000;
+  unsigned boots_ = 1;
 };
 
 class FakeSlurm final : public slurm::SlurmApi {

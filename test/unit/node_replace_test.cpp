@@ -519,3 +519,42 @@ TEST_CASE("spares: a replaced node rejoins a pool that is short", "[node_keeper]
   k.tick();
   CHECK(k.slurm.updates.size() == 2);
 }
+
+TEST_CASE("a wall clock step moves neither register_timeout nor the provider's backoff",
+          "[node_keeper][clock]") {
+  KeeperRig k;
+  k.config.register_timeout = 60s;
+  k.replace_node1(EventKind::provider_done);
+  // Forward an hour: the new instance still has its 60 s.
+  k.clock.step_wall(1h);
+  k.tick();
+  CHECK(k.state("node1") == "returning");
+  // Back two hours: it has no more than its 60 s either.
+  k.clock.step_wall(-2h);
+  k.clock.advance(59s);
+  k.tick();
+  CHECK(k.state("node1") == "returning");
+  k.clock.advance(1s);
+  k.tick();
+  CHECK(k.count(EventKind::provider_failed) == 1);
+  // The 10 s backoff before the second try, across a step forward.
+  k.clock.step_wall(1h);
+  k.tick();
+  CHECK(k.count(EventKind::provider) == 1);
+  k.clock.advance(10s);
+  k.tick();
+  CHECK(k.count(EventKind::provider) == 2);
+}
+
+TEST_CASE("across a reboot of the controller's host register_timeout counts by wall time",
+          "[node_keeper][clock]") {
+  KeeperRig k;
+  k.config.register_timeout = 60s;
+  k.replace_node1(EventKind::provider_done);
+  k.clock.reboot(30s);
+  k.tick();
+  CHECK(k.state("node1") == "returning");
+  k.clock.reboot(30s);
+  k.tick();
+  CHECK(k.count(EventKind::provider_failed) == 1);
+}

@@ -187,3 +187,67 @@ TEST_CASE("many nodes silent at once are the controller's problem, a few are the
   CHECK(ar::silent_crowd(2, 100, 1));
   CHECK_FALSE(ar::silent_crowd(100, 100, 100));
 }
+
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+
+// Attempts 0..n-1 of a run, attempt i started `starts[i]` ago and ran `ran[i]`.
+std::vector<ar::AttemptTimes> attempts(const std::vector<minutes>& starts,
+                                       const std::vector<minutes>& ran) {
+  std::vector<ar::AttemptTimes> out;
+  for (std::size_t i = 0; i < starts.size(); ++i)
+    out.push_back({static_cast<std::uint32_t>(i), starts[i], ran[i]});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("relaunch budget: the first fault of a run is relaunched at once", "[resume]") {
+  const auto budget =
+      ar::relaunch_budget(attempts({minutes{5}}, {minutes{5}}), hours{24}, minutes{30});
+  CHECK(budget.in_window == 0);
+  CHECK(budget.streak == 1);
+}
+
+TEST_CASE("relaunch budget: quick faults count within the window and grow the backoff",
+          "[resume]") {
+  // Attempts 1-3 each failed a minute after their relaunch.
+  const auto budget =
+      ar::relaunch_budget(attempts({minutes{10}, minutes{8}, minutes{5}, minutes{1}},
+                                   {minutes{2}, minutes{1}, minutes{1}, minutes{1}}),
+                          hours{24}, minutes{30});
+  CHECK(budget.in_window == 3);
+  CHECK(budget.streak == 4);
+}
+
+TEST_CASE("relaunch budget: relaunches older than the window do not count", "[resume]") {
+  // Attempts 1 and 2 started 3 h and 2 h ago (outside a 1 h window); the
+  // streak goes on through them.
+  const auto budget =
+      ar::relaunch_budget(attempts({hours{4}, hours{3}, hours{2}, minutes{20}},
+                                   {minutes{10}, minutes{10}, minutes{10}, minutes{10}}),
+                          hours{1}, hours{2});
+  CHECK(budget.in_window == 1);
+  CHECK(budget.streak == 4);
+}
+
+TEST_CASE("relaunch budget: an attempt that ran healthy resets the count and the backoff",
+          "[resume]") {
+  // Attempt 2 ran 40 min: only attempt 3 (a quick failure) counts.
+  auto list = attempts({minutes{70}, minutes{65}, minutes{60}, minutes{15}},
+                       {minutes{1}, minutes{1}, minutes{40}, minutes{10}});
+  auto budget = ar::relaunch_budget(list, hours{24}, minutes{30});
+  CHECK(budget.in_window == 1);
+  CHECK(budget.streak == 2);
+  // The attempt failing now ran healthy itself: a fresh start.
+  list.back().ran = minutes{30};
+  budget = ar::relaunch_budget(list, hours{24}, minutes{30});
+  CHECK(budget.in_window == 0);
+  CHECK(budget.streak == 1);
+  // healthy_after=0: no attempt resets anything.
+  budget = ar::relaunch_budget(list, hours{24}, minutes{0});
+  CHECK(budget.in_window == 3);
+  CHECK(budget.streak == 4);
+}

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "fakes.hpp"  // ManualClock
+
 namespace {
 
 struct TempDir {
@@ -306,8 +308,9 @@ TEST_CASE("a database of the third schema gains the provider's call time and the
   CHECK(store.node_repair("node2")->requested_by == 0);
 }
 
-TEST_CASE("a database of the fourth schema gains the guard rails' flags and counted actions",
-          "[store][guard]") {
+TEST_CASE(
+    "a database of the fourth schema gains the guard rails' flags and counted actions (schema 6)",
+    "[store][guard]") {
   TempDir dir;
   {
     ar::Store store(dir.path);  // today's schema, then back to the fourth
@@ -340,4 +343,61 @@ TEST_CASE("a database of the fourth schema gains the guard rails' flags and coun
   CHECK(events[0].node.empty());
   store.forget_actions();
   CHECK(store.actions_since("mark", 0) == 0);
+}
+
+TEST_CASE("a database of the fourth schema gains the boot times, its old rows counting by wall",
+          "[store][clock]") {
+  TempDir dir;
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((dir.path / "auto-resume.db").c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(
+                db,
+                "CREATE TABLE steps (run_id TEXT NOT NULL, attempt INTEGER NOT NULL,"
+                " job_id INTEGER NOT NULL, step_id INTEGER NOT NULL, uid INTEGER NOT NULL,"
+                " argv TEXT NOT NULL, cwd TEXT NOT NULL, nodelist TEXT NOT NULL,"
+                " state TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+                " ended_at INTEGER NOT NULL DEFAULT 0, verdict TEXT NOT NULL DEFAULT '',"
+                " message TEXT NOT NULL DEFAULT '', phase TEXT NOT NULL DEFAULT '',"
+                " repair TEXT NOT NULL DEFAULT '{}', PRIMARY KEY (run_id, attempt));"
+                "INSERT INTO steps (run_id, attempt, job_id, step_id, uid, argv, cwd, nodelist,"
+                " state, created_at, updated_at, ended_at) VALUES ('1.0-a', 0, 1, 0, 0,"
+                " '[\"srun\"]', '/', 'n1', 'ended', 100, 100, 160);"
+                "CREATE TABLE node_repairs (node TEXT PRIMARY KEY, state TEXT NOT NULL,"
+                " reason TEXT NOT NULL, mode TEXT NOT NULL, instance INTEGER NOT NULL,"
+                " attempts INTEGER NOT NULL, next_try INTEGER NOT NULL,"
+                " started_at INTEGER NOT NULL, detail TEXT NOT NULL,"
+                " called_at INTEGER NOT NULL DEFAULT 0, requested_by INTEGER NOT NULL DEFAULT -1);"
+                "INSERT INTO node_repairs VALUES ('node2', 'replacing', 'r', 'wait', 7, 1, 90, 5,"
+                " '', 0, -1);"
+                "PRAGMA user_version = 4;",
+                nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  ar::test::ManualClock clock;
+  {
+    ar::Store store(dir.path, clock);
+    const auto old = store.find("1.0-a", 0).value();
+    CHECK(old.created() == ar::Stamp{100, 0, ""});
+    CHECK(old.ended() == ar::Stamp{160, 0, ""});
+    CHECK(ar::elapsed(old.created(), old.ended()) == std::chrono::seconds{60});
+    const auto repair = store.node_repair("node2").value();
+    CHECK(repair.next() == ar::Stamp{90, 0, ""});
+    CHECK(repair.started() == ar::Stamp{5, 0, ""});
+    // New rows carry the boot time, through a reopening.
+    CHECK(store.register_step(step(2, "2.0-b", 0), 1000) == ar::Store::Insert::created);
+    auto fresh = store.find("2.0-b", 0).value();
+    CHECK(fresh.created() == clock.stamp());
+    clock.advance(std::chrono::seconds{5});
+    REQUIRE(store.mark_ended(fresh, clock.stamp(), {ar::EventKind::ended, "ended"}));
+    auto moved = repair;
+    moved.set_next(clock.stamp().plus(std::chrono::seconds{10}));
+    store.save_node_repair(moved, {ar::EventKind::provider_failed, "again"});
+  }
+  ar::Store store(dir.path, clock);
+  const auto fresh = store.find("2.0-b", 0).value();
+  CHECK(fresh.ended() == clock.stamp());
+  CHECK(fresh.ended_boot_id == clock.boot_id());
+  CHECK(ar::elapsed(fresh.created(), fresh.ended()) == std::chrono::seconds{5});
+  CHECK(store.node_repair("node2")->next() == clock.stamp().plus(std::chrono::seconds{10}));
 }

@@ -59,8 +59,14 @@ struct DaemonConfig {
   Endpoint listen{"127.0.0.1", kDefaultPort};
   std::filesystem::path state_dir = "/var/lib/auto-resume";
   ProviderKind provider = ProviderKind::local;  // must be named in the file
-  // Relaunches of one run before the controller gives up.
+  // The relaunch budget of one run: at most max_attempts relaunches within
+  // attempt_window; an attempt that runs healthy for healthy_after (0: off)
+  // starts the count and the backoff over. The window is long next to
+  // healthy_after so that a run failing just before healthy_after each time
+  // still gives up (config_warnings). docs/resume.md, "Relaunch budget".
   unsigned max_attempts = 3;
+  std::chrono::milliseconds attempt_window{24LL * 3600 * 1000};
+  std::chrono::milliseconds healthy_after{30LL * 60 * 1000};
   // munged's socket for decoding credentials; empty: munge's default.
   std::string munge_socket;
 
@@ -178,7 +184,9 @@ std::chrono::milliseconds verdict_wait(const DaemonConfig& config);
 
 // Settings that parse but contradict each other, one sentence each naming
 // the values, what goes wrong and what to change: a repair given up before
-// the replacement it waits for can be back, or srun's default
+// the replacement it waits for can be back, a relaunch budget that never
+// runs out for a run failing just before healthy_after, one longer than
+// retention (the counted attempts are forgotten first), or srun's default
 // verdict_timeout shorter than verdict_wait. The defaults give none.
 // parse_daemon_config refuses what cannot work; these can, if not as meant.
 std::vector<std::string> config_warnings(const DaemonConfig& config);

@@ -66,6 +66,33 @@ bool silent_crowd(std::size_t silent, std::size_t heard, unsigned max_percent);
 std::chrono::seconds relaunch_backoff(std::uint32_t next_attempt, std::chrono::seconds base,
                                       std::chrono::seconds cap);
 
+// One attempt of a run, for its relaunch budget: how long ago it started
+// (for attempt >= 1: its relaunch) and how long it ran before its fault.
+struct AttemptTimes {
+  std::uint32_t attempt = 0;
+  std::chrono::milliseconds since_start{0};
+  std::chrono::milliseconds ran{0};
+};
+
+// Where a run stands before its next relaunch.
+struct RelaunchBudget {
+  // Relaunches that count against max_attempts: within the window and
+  // after the last attempt that ran healthy.
+  std::uint32_t in_window = 0;
+  // The next relaunch's place in its streak of attempts that did not run
+  // healthy (1: the first after a healthy run), which relaunch_backoff takes.
+  std::uint32_t streak = 1;
+};
+
+// The budget of a run whose attempts are `attempts` (oldest first; the last
+// is the one that failed now). An attempt that ran at least `healthy_after`
+// (0: none does) ends the streak: the relaunches up to it count neither for
+// the budget nor for the backoff. Of those after it, the budget counts the
+// ones that started within `window`. Relaunch while in_window < max_attempts.
+RelaunchBudget relaunch_budget(const std::vector<AttemptTimes>& attempts,
+                               std::chrono::milliseconds window,
+                               std::chrono::milliseconds healthy_after);
+
 // Handed from a relaunching srun to the srun it executes, in the environment
 // variable kRelaunchVariable (removed again before the tasks start).
 inline constexpr const char* kRelaunchVariable = "AUTO_RESUME_RELAUNCH";
