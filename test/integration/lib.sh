@@ -67,6 +67,14 @@ _cleanup() {
   local rc=$? cmd
   kill "$_watchdog_pid" 2>/dev/null || true
   for cmd in "${_on_exit[@]}"; do eval "$cmd" || true; done
+  # The fault matrix's counts (docs/faults.md), from this test's cluster and
+  # controller, for faults.counts to add up.
+  if [[ -n ${AR_FAULT_COUNTS:-} && -d $CLUSTER ]] &&
+    ! python3 "$AR_SOURCE_DIR/test/integration/fault_counts.py" record "$WORK" "$CLUSTER" \
+      "$TEST_NAME" "$AR_FAULT_COUNTS"; then
+    echo "FAIL [$TEST_NAME]: the fault counts could not be recorded" >&2
+    ((rc != 0)) || rc=1
+  fi
   if [[ -f $CLUSTER/cluster.env ]]; then
     if ((rc != 0)); then
       echo "--- cluster state at failure:" >&2

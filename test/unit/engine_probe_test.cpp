@@ -165,3 +165,45 @@ TEST_CASE("an ended step waits past end_window for a node its probes still suspe
             .find("node2: its slurmd did not answer 4 probes in a row, and the "
                   "agent of node1 cannot reach it either") != std::string::npos);
 }
+
+TEST_CASE("two nodes failing in the same second are one repair and one attempt",
+          "[engine][faults]") {
+  Rig rig;
+  rig.config.backoff = 0ms;
+  rig.protect();
+  rig.slurm.nodes["node2"].down = true;
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  const auto step = rig.step();
+  REQUIRE(step.verdict == Verdict::relaunch);
+  CHECK(step.repair["relaunch"]["nodelist"] == "node[1,4-6]");
+  CHECK(rig.detail("detected") == "step 10.0 attempt 0: node2: it is DOWN, node3: it is DOWN");
+  CHECK(std::ranges::count(rig.kinds(), "detected") == 1);
+  CHECK(rig.store->job_steps(10).size() == 1);
+}
+
+TEST_CASE("a flapping slurmd that never misses probe_failures probes in a row is not taken",
+          "[engine][faults]") {
+  Rig rig;  // no agents: the controller's own view
+  rig.config.probe_failures = 3;
+  rig.config.probe_interval = 1000ms;
+  rig.protect();
+  const auto address = rig.slurm.nodes["node4"].address;
+  for (int i = 0; i < 30; ++i) {
+    if (i % 3 == 2)
+      rig.prober.dead.erase(address);  // answers every third probe
+    else
+      rig.prober.dead.insert(address);
+    rig.engine->tick();
+    rig.clock.advance(1s);
+  }
+  CHECK(rig.step().state == StepState::registered);
+  CHECK(rig.slurm.updates.empty());
+  // Once it stays silent, or Slurm marks it, it is taken.
+  rig.prober.dead.insert(address);
+  for (int i = 0; i < 3; ++i) {
+    rig.engine->tick();
+    rig.clock.advance(1s);
+  }
+  CHECK(rig.step().state != StepState::registered);
+}
