@@ -15,7 +15,7 @@ fail() {
 [[ -r $matrix ]] || fail "cannot read $matrix"
 # Catch2 exits with the number of tests it listed: the listing is what counts.
 listing=$("$unit_tests" --list-test-names-only) || true
-known_units=$(sed 's/[[:space:]]*$//' <<<"$listing" | grep -v '^$' || true)
+known_units=$(grep -v '^[[:space:]]*$' <<<"$listing" | sed 's/[[:space:]]*$//' || true)
 [[ -n $known_units ]] || fail "$unit_tests lists no tests"
 # The names in `set(integration_tests ...)`, which may span lines.
 known_integration=$(sed -n '/^set(integration_tests/,/)/p' "$integration_list" |
@@ -38,6 +38,8 @@ while IFS= read -r row; do
       missing=$((missing + 1))
     }
   done < <(grep -oE 'unit "[^"]+"' <<<"$shown" | sed 's/^unit "//; s/"$//')
+  # shellcheck disable=SC2016 # the backquotes are markdown's, not the shell's
+  integration_names=$(grep -oE '`integration\.[a-z_]+`' <<<"$shown" | sed 's/^`integration\.//; s/`$//' || true)
   while IFS= read -r name; do
     [[ -n $name ]] || continue
     named=$((named + 1))
@@ -45,7 +47,7 @@ while IFS= read -r row; do
       echo "row $number: no integration test named integration.$name" >&2
       missing=$((missing + 1))
     }
-  done < <(grep -oE '`integration\.[a-z_]+`' <<<"$shown" | sed 's/^`integration\.//; s/`$//')
+  done <<<"$integration_names"
   ((named > 0)) || {
     echo "row $number names no test" >&2
     missing=$((missing + 1))
