@@ -37,6 +37,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -98,7 +99,7 @@ class NodeKeeper {
   // per episode, until forget_peers.
   struct PeerAsk {
     ProbeTarget target;
-    std::vector<std::string> near;
+    std::span<const std::string> near;       // read only when the cross-check starts
     ProbeDepth depth = ProbeDepth::connect;  // as the asker's own probe
   };
   enum class PeerView {
@@ -217,7 +218,7 @@ class NodeKeeper {
   std::map<std::string, PeerCheck> peer_checks_;
   // Agents heard within the freshness bound, `near` ones first (under mutex_).
   std::vector<std::string> live_agents(const std::string& suspect,
-                                       const std::vector<std::string>& near);
+                                       std::span<const std::string> near);
 
   Steady::time_point last_tick_{};
   bool crowd_said_ = false;          // the many-silent event of this episode is out

@@ -23,7 +23,7 @@ constexpr std::size_t kAgentsPerSuspect = 2;
 }  // namespace
 
 std::vector<std::string> NodeKeeper::live_agents(const std::string& suspect,
-                                                 const std::vector<std::string>& near) {
+                                                 std::span<const std::string> near) {
   const auto fresh = config_.heartbeat_timeout.count() > 0
                          ? Steady::duration(config_.heartbeat_timeout)
                          : Steady::duration(std::chrono::seconds{10});

@@ -159,14 +159,16 @@ std::vector<std::string> Engine::step_hosts(const StoredStep& step) {
 void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
   // Each node of every step not decided, during a repair as well (a second
   // node may die meanwhile) with the replacements chosen for it, and the
-  // nodes it runs steps with (their agents are asked first to cross-check
-  // it).
-  std::map<std::string, std::set<std::string>> wanted;
+  // hosts of the (first) step it runs (their agents are asked first to
+  // cross-check it): one list per step, not one copy per node.
+  std::vector<std::vector<std::string>> lists;
+  lists.reserve(steps.size());  // the map below points into it
+  std::map<std::string, const std::vector<std::string>*> wanted;
   for (const auto& step : steps) {
-    auto hosts = step_hosts(step);
+    auto& hosts = lists.emplace_back(step_hosts(step));
     if (step.repair.contains("replacements"))
       for (const auto& host : step.repair["replacements"]) hosts.push_back(host);
-    for (const auto& host : hosts) wanted[host].insert(hosts.begin(), hosts.end());
+    for (const auto& host : hosts) wanted.emplace(host, &hosts);
   }
   std::vector<std::string> probed;
   std::vector<ProbeTarget> targets;
@@ -196,7 +198,7 @@ void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
 void Engine::count_probes(const std::vector<std::string>& probed,
                           const std::vector<ProbeTarget>& targets,
                           const std::vector<ProbeResult>& results,
-                          const std::map<std::string, std::set<std::string>>& wanted) {
+                          const std::map<std::string, const std::vector<std::string>*>& wanted) {
   std::size_t silent = 0;
   std::size_t heard = 0;  // answered or silent: unknown is no word about a node
   for (const auto result : results) {
@@ -232,9 +234,7 @@ void Engine::count_probes(const std::vector<std::string>& probed,
   for (std::size_t i = 0; i < probed.size(); ++i) {
     const auto& host = probed[i];
     if (failed_probes_[host] == 0) continue;
-    const auto& near = wanted.at(host);
-    keeper_.ask_peers(host, {targets[i], std::vector<std::string>(near.begin(), near.end()),
-                             ProbeDepth::connect});
+    keeper_.ask_peers(host, {targets[i], *wanted.at(host), ProbeDepth::connect});
   }
 }
 

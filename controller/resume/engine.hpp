@@ -68,7 +68,7 @@ class Engine {
   // The round's results into failed_probes_, with the crowd guard.
   void count_probes(const std::vector<std::string>& probed, const std::vector<ProbeTarget>& targets,
                     const std::vector<ProbeResult>& results,
-                    const std::map<std::string, std::set<std::string>>& wanted);
+                    const std::map<std::string, const std::vector<std::string>*>& wanted);
   // Why a node silent for `count` probes is at fault, once the crowd guard
   // and its cross-check allow; nothing while they do not.
   std::optional<std::string> probe_fault(const std::string& host, unsigned count);
