@@ -24,3 +24,15 @@ endif()
 
 add_library(ar_options INTERFACE)
 target_link_libraries(ar_options INTERFACE ar_warnings ar_hardening ar_sanitizers)
+
+# Most files parse nlohmann-json and much of the standard library again; a
+# precompiled header per target parses them once (about a third of a
+# build). ar_precompile_headers(TARGET [HEADERS...]) adds these and HEADERS.
+option(AR_PCH "Precompile the heavy library headers once per target" ON)
+function(ar_precompile_headers target)
+  if(AR_PCH)
+    target_precompile_headers(${target} PRIVATE
+      <nlohmann/json.hpp> <chrono> <functional> <map> <optional> <set> <string> <vector>
+      ${ARGN})
+  endif()
+endfunction()

@@ -1,6 +1,8 @@
 #include "nodes/origin.hpp"
 
 #include <algorithm>
+#include <boost/asio/ip/network_v4.hpp>
+#include <boost/asio/ip/network_v6.hpp>
 #include <stdexcept>
 
 #include "autoresume/connect.hpp"
@@ -8,7 +10,7 @@
 
 namespace ar::origin {
 
-namespace asio = net::asio;
+namespace asio = boost::asio;
 
 std::optional<Address> parse(const std::string& text) {
   boost::system::error_code error;

@@ -5,6 +5,7 @@
 // stop a node's root, who can send from any address it holds (and munge's
 // origin address is stamped by the sender's own munged).
 
+#include <boost/asio/ip/address.hpp>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -12,11 +13,12 @@
 #include <vector>
 
 #include "autoresume/daemon_config.hpp"
-#include "server/net.hpp"
 
 namespace ar::origin {
 
-using Address = net::asio::ip::address;
+// Only the address header: the whole of Boost.Asio would be parsed again by
+// every file that includes the node keeper.
+using Address = boost::asio::ip::address;
 
 // A numeric address (an IPv4-mapped IPv6 address as its IPv4 one); nothing
 // for anything else.

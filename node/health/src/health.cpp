@@ -89,10 +89,12 @@ std::optional<Result> not_applicable(std::string_view check, unsigned expected) 
 }
 
 std::string node_reason(const Result& result, Action action) {
-  std::string reason =
-      std::string(action == Action::replace ? "Action:Replace " : "Action:Drain ") + result.check +
-      ": " + result.detail;
-  if (reason.size() > kMaxReason) reason = reason.substr(0, kMaxReason - 3) + "...";
+  std::string reason = action == Action::replace ? "Action:Replace " : "Action:Drain ";
+  reason.append(result.check).append(": ").append(result.detail);
+  if (reason.size() > kMaxReason) {
+    reason.resize(kMaxReason - 3);
+    reason += "...";
+  }
   return reason;
 }
 
