@@ -27,10 +27,12 @@ double as_seconds(Clock::Steady::duration d) { return std::chrono::duration<doub
 void NodeKeeper::heartbeat(const std::string& node, bool stopping, const std::string& peer) {
   check_origin(node, peer);
   std::lock_guard lock(mutex_);
-  if (stopping)
+  if (stopping) {
     heard_.erase(node);
-  else
-    heard_[node] = clock_.now();
+    return;
+  }
+  const auto known = known_.find(node);
+  heard_[node] = {clock_.now(), known == known_.end() ? 0 : known->second.instance};
 }
 
 void NodeKeeper::check_origin(const std::string& node, const std::string& peer) {
@@ -119,7 +121,7 @@ std::map<std::string, double> NodeKeeper::heartbeat_ages() {
   std::lock_guard lock(mutex_);
   std::map<std::string, double> out;
   const auto now = clock_.now();
-  for (const auto& [node, at] : heard_) out[node] = as_seconds(now - at);
+  for (const auto& [node, heard] : heard_) out[node] = as_seconds(now - heard.at);
   return out;
 }
 
@@ -133,7 +135,7 @@ bool NodeKeeper::collect_late(const NodeMap& nodes, std::vector<std::string>& la
   // heartbeats that came meanwhile may not be counted yet.
   const auto stall = std::max<Steady::duration>(seconds{2}, config_.heartbeat_timeout / 2);
   if (gap > stall) {
-    for (auto& [node, at] : heard_) at = now;
+    for (auto& [node, last] : heard_) last.at = now;
     const auto detail = fmt::format(
         "the controller stood still for {:.1f} s: every node's heartbeat deadline starts again",
         as_seconds(gap));
@@ -141,17 +143,25 @@ bool NodeKeeper::collect_late(const NodeMap& nodes, std::vector<std::string>& la
     store_.add_node_event("", {EventKind::stalled, detail});
     return false;
   }
+  // A node back as a new instance (replaced, rebooted): the silence of the
+  // old one's agent is not held against it; it is watched again once its
+  // own agent is heard.
+  std::erase_if(heard_, [&](const auto& entry) {
+    const auto it = nodes.find(entry.first);
+    return it != nodes.end() && it->second->slurmd_start_time != 0 &&
+           it->second->slurmd_start_time != entry.second.instance;
+  });
   // Late: past half the timeout. The crowd guard counts late nodes, so that
   // when every agent falls silent at once (the controller's network) the
   // crowd shows before the first deadline runs out, however the agents'
   // intervals happen to be spread.
   heard = heard_.size();
-  for (const auto& [node, at] : heard_) {
-    if (now - at <= config_.heartbeat_timeout / 2) continue;
+  for (const auto& [node, last] : heard_) {
+    if (now - last.at <= config_.heartbeat_timeout / 2) continue;
     const auto it = nodes.find(node);
     if (it == nodes.end() || it->second->fail || it->second->down) continue;  // out already
     late.push_back(node);
-    if (now - at > config_.heartbeat_timeout) silent.push_back(node);
+    if (now - last.at > config_.heartbeat_timeout) silent.push_back(node);
   }
   return true;
 }
@@ -219,7 +229,7 @@ void NodeKeeper::mark_silent(std::vector<std::string> silent, const NodeMap& nod
       std::lock_guard lock(mutex_);
       const auto it = heard_.find(node);
       if (it == heard_.end()) continue;  // said goodbye meanwhile
-      age = as_seconds(clock_.now() - it->second);
+      age = as_seconds(clock_.now() - it->second.at);
     }
     if (age * 1000 <= static_cast<double>(config_.heartbeat_timeout.count()))
       continue;                                           // heard again during the probe

@@ -157,7 +157,8 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
   {
     std::lock_guard lock(mutex_);
     known_.clear();
-    for (const auto& [name, node] : nodes) known_[name] = {node->address, node->hostname};
+    for (const auto& [name, node] : nodes)
+      known_[name] = {node->address, node->hostname, node->slurmd_start_time};
     looked_ = true;
   }
   // Each part on its own: one that fails (slurmctld refusing a change) must
@@ -373,18 +374,22 @@ bool NodeKeeper::advance_returning(NodeRepair& repair, const slurm::NodeInfo& no
   const auto short_of = config_.provider == ProviderKind::spares ? short_of_spares(name, nodes)
                                                                  : std::vector<std::string>{};
   // Only the replacement's own mark is lifted: an admin's drain set
-  // meanwhile (other reason) stays, and so does the node.
-  const bool ours = node.reason == repair.reason || wants_replacement(node);
+  // meanwhile (other reason) stays, and so does the node. One with no mark
+  // left at all was returned to service by Slurm itself (ReturnToService=2:
+  // the new slurmd's registration cleared DOWN and its reason).
+  const bool by_slurm = !node.fail && !node.down && !node.drain && node.reason.empty();
+  const bool ours = by_slurm || node.reason == repair.reason || wants_replacement(node);
   if (ours && (node.fail || node.down || node.drain)) slurm_.resume_node(name);
   if (ours && !short_of.empty()) slurm_.set_node_drain(name, kSpareReason);
   const EventSpec event{
       EventKind::node_replaced,
       fmt::format("{} is back in service: a new instance (slurmd started at {}) replaced "
-                  "the old one{}",
+                  "the old one{}{}",
                   name, node.slurmd_start_time,
-                  !ours              ? ", left as an admin set it meanwhile (" + node.reason + ")"
-                  : short_of.empty() ? ""
-                                     : ", kept as a spare of " + join(short_of, ","))};
+                  !ours      ? ", left as an admin set it meanwhile (" + node.reason + ")"
+                  : by_slurm ? "; Slurm had returned it to service when it registered"
+                             : "",
+                  ours && !short_of.empty() ? ", kept as a spare of " + join(short_of, ",") : "")};
   log::audit(asker_of(repair), name_of(event.kind), event.detail);
   store_.remove_node_repair(name, event);
   return true;

@@ -2,13 +2,13 @@
 // The node side of the controller: node agents' heartbeats, and the
 // replacement of nodes marked for it.
 //
-// Heartbeats: a node heard from since this controller started and silent
-// for heartbeat_timeout, whose slurmd does not answer a deep probe either,
-// is marked FAIL with "Action:Replace heartbeat: ..." (which the resume
-// engine acts on at once). Guards: after a stall of the controller itself
-// every deadline starts again, and while more than
-// heartbeat_max_silent_percent of the nodes are silent at once nothing is
-// marked (the controller's own network is the likelier fault).
+// Heartbeats: a node heard from since this controller started (its current
+// instance's agent: a node back as a new instance is watched again once its
+// own agent is heard) and silent for heartbeat_timeout, whose slurmd does not answer a deep probe
+// either, is marked FAIL with "Action:Replace heartbeat: ..." (which the resume engine acts on at
+// once). Guards: after a stall of the controller itself every deadline starts again, and while more
+// than heartbeat_max_silent_percent of the nodes are silent at once nothing is marked (the
+// controller's own network is the likelier fault).
 //
 // Replacement: a node FAIL or DOWN with a reason starting "Action:Replace"
 // (an admin's, a health check's, a heartbeat's) or "auto-resume:" (taken out
@@ -148,8 +148,9 @@ class NodeKeeper {
 
   // Where a node is, as slurmctld says.
   struct Whereabouts {
-    std::string address;   // NodeAddr
-    std::string hostname;  // NodeHostname
+    std::string address;        // NodeAddr
+    std::string hostname;       // NodeHostname
+    std::int64_t instance = 0;  // its slurmd's start time
   };
   // Throws unless `peer` may speak for `node` (heartbeat's rules).
   void check_origin(const std::string& node, const std::string& peer);
@@ -193,7 +194,14 @@ class NodeKeeper {
   Gate gate_;
 
   std::mutex mutex_;  // guards heard_, known_ and the lookups (the server's threads use them)
-  std::map<std::string, Steady::time_point> heard_;
+  // A node's agent heard last, and the node's instance (its slurmd's start
+  // time) then: a new instance is watched again only once its own agent
+  // is heard.
+  struct Heard {
+    Steady::time_point at;
+    std::int64_t instance = 0;
+  };
+  std::map<std::string, Heard> heard_;
   bool looked_ = false;                       // known_ is filled once
   std::map<std::string, Whereabouts> known_;  // the nodes slurmctld knows, as of the last tick
   const std::map<std::string, std::vector<origin::Network>> binds_;  // heartbeat_bind

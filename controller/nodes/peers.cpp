@@ -30,13 +30,13 @@ std::vector<std::string> NodeKeeper::live_agents(const std::string& suspect,
   const auto now = clock_.now();
   auto live = [&](const std::string& node) {
     const auto it = heard_.find(node);
-    return node != suspect && it != heard_.end() && now - it->second <= fresh;
+    return node != suspect && it != heard_.end() && now - it->second.at <= fresh;
   };
   std::vector<std::string> out;
   for (const auto& node : near)
     if (out.size() < kAgentsPerSuspect && live(node) && std::ranges::find(out, node) == out.end())
       out.push_back(node);
-  for (const auto& [node, at] : heard_)
+  for (const auto& [node, heard] : heard_)
     if (out.size() < kAgentsPerSuspect && live(node) && std::ranges::find(out, node) == out.end())
       out.push_back(node);
   return out;

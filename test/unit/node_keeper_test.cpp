@@ -201,10 +201,8 @@ TEST_CASE(
   CHECK_FALSE(k.keeper.heartbeat_ages().contains("nodeX"));
 }
 
-TEST_CASE(
-    "a node returned after a health check mark is probed for its old agent silence (today and "
-    "issue 11 flips it)",
-    "[node_keeper]") {
+TEST_CASE("a node returned as a new instance is watched again only once its own agent is heard",
+          "[node_keeper]") {
   KeeperRig k;
   k.tick();
   k.run_for(2, {"node1"});
@@ -217,11 +215,21 @@ TEST_CASE(
   k.slurm.nodes.at("node1").slurmd_start_time = k.store.node_repair("node1").value().called_at;
   k.tick();
   REQUIRE(k.slurm.updates == Strings{"resume node1"});
-  // The next look holds the old agent's silence against the new instance.
+  // The old agent's silence is not held against the new instance: not
+  // watched until its own agent is heard.
   k.tick();
+  CHECK(k.keeper.heartbeat_ages().empty());
+  k.run_for(30);
+  CHECK(k.prober.probes == 0);
+  CHECK(k.details(EventKind::heartbeat_late).empty());
+  // Heard, then silent: its deadline counts from its own agent's heartbeat.
+  k.run_for(3, {"node1"});
+  k.run_for(10);
+  CHECK(k.prober.probes == 0);
+  k.run_for(1);
   CHECK(k.prober.probes == 1);
   CHECK(k.details(EventKind::heartbeat_late) ==
-        Strings{"no heartbeat from node1 for 30 s, but its slurmd answers: not marked (is its "
+        Strings{"no heartbeat from node1 for 11 s, but its slurmd answers: not marked (is its "
                 "agent running?)"});
 }
 

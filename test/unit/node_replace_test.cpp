@@ -426,10 +426,8 @@ TEST_CASE("an admin drain set during the replacement is not lifted when the new 
                 ") replaced the old one, left as an admin set it meanwhile (bad dimm)"});
 }
 
-TEST_CASE(
-    "a new instance Slurm returned to service by itself is reported as an admin change "
-    "(today and issue 11 flips it)",
-    "[node_keeper]") {
+TEST_CASE("a new instance Slurm returned to service by itself is reported as Slurm's doing",
+          "[node_keeper]") {
   KeeperRig k;
   k.mark("node1", "Action:Replace", true);
   k.tick();
@@ -444,7 +442,7 @@ TEST_CASE(
   CHECK(k.details(EventKind::node_replaced) ==
         Strings{"node1 is back in service: a new instance (slurmd started at " +
                 std::to_string(called_at) +
-                ") replaced the old one, left as an admin set it meanwhile ()"});
+                ") replaced the old one; Slurm had returned it to service when it registered"});
 }
 
 // Spares
