@@ -121,7 +121,7 @@ note "a: attempt 2 running $((SECONDS - restarted)) s after the restart"
 # job fills the idle node, so the failed node's new instance is the only
 # replacement.
 wait_until 60 "the cluster to settle" settled
-filler=$(sbatch --parsable -N1 -w "$(sinfo -h -N -t idle -o %N | head -n 1)" -o /dev/null --wrap "sleep 600")
+filler=$(sbatch --parsable -N1 --exclusive -w "$(sinfo -h -N -t idle -o %N | head -n 1)" -o /dev/null --wrap "sleep 600")
 filler_runs() { [[ $(scontrol -o show job "$filler" | grep -o ' JobState=[^ ]*') == ' JobState=RUNNING' ]]; }
 wait_until 30 "the job filling the idle node to run" filler_runs
 touch hold
