@@ -58,6 +58,11 @@ void LibSlurm::kill_step(std::uint32_t job_id, std::uint32_t step_id) {
   slurm::kill_step(job_id, step_id);
 }
 
+std::optional<bool> LibSlurm::step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
+                                                const std::string& nodelist) {
+  return slurm::step_daemons_left(job_id, step_id, nodelist);
+}
+
 void LibSlurm::requeue(std::uint32_t job_id) { slurm::requeue(job_id); }
 
 std::uint32_t LibSlurm::submit_expand_helper(const JobInfo& job, const std::string& node,

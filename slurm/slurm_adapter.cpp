@@ -256,6 +256,25 @@ void kill_step(std::uint32_t job_id, std::uint32_t step_id) {
   fail("cannot cancel step " + std::to_string(job_id) + "." + std::to_string(step_id));
 }
 
+std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
+                                      const std::string& nodelist) {
+  slurm_step_id_t id{};
+  id.job_id = job_id;
+  id.step_id = step_id;
+  id.step_het_comp = NO_VAL;
+  job_step_pids_response_msg_t* resp = nullptr;
+  std::string nodes = nodelist;  // the API takes a char*
+  const int rc = slurm_job_step_get_pids(&id, nodes.data(), &resp);
+  const bool some =
+      resp != nullptr && resp->pid_list != nullptr && slurm_list_count(resp->pid_list) > 0;
+  slurm_job_step_pids_response_msg_free(resp);
+  if (some) return true;
+  // A slurmd with no slurmstepd of the step answers ESLURM_INVALID_JOB_ID
+  // (the last error of all the nodes' is returned).
+  if (rc == SLURM_SUCCESS || rc == ESLURM_INVALID_JOB_ID) return false;
+  return std::nullopt;
+}
+
 void requeue(std::uint32_t job_id) {
   if (slurm_requeue(job_id, 0) != SLURM_SUCCESS)
     fail("cannot requeue job " + std::to_string(job_id));
@@ -299,8 +318,13 @@ void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {
   slurm_init_job_desc_msg(&helper);
   helper.job_id = helper_id;
   helper.min_nodes = 0;
-  update_job(helper, "cannot hand the nodes of job " + std::to_string(helper_id) + " to job " +
-                         std::to_string(job_id));
+  if (slurm_update_job(&helper) == SLURM_SUCCESS) return;
+  const int error = slurm_get_errno();
+  const auto what = "cannot hand the nodes of job " + std::to_string(helper_id) + " to job " +
+                    std::to_string(job_id) + ": " + slurm_strerror(error);
+  // The helper's expanding link is not in slurmctld's saved state.
+  if (error == ESLURM_INVALID_NODE_COUNT) throw HelperUnlinked(what, error);
+  throw SlurmError(what, error);
 }
 
 std::vector<std::uint32_t> live_jobs_named(const std::string& name, uid_t owner) {

@@ -28,6 +28,14 @@ class SlurmError : public std::runtime_error {
   int errno_value_;
 };
 
+// A helper job whose link to the job it expands is gone: Slurm 22.05 does
+// not save that link, so a restarted slurmctld refuses the merge ("Node
+// count specification invalid"). Another helper is needed.
+class HelperUnlinked : public SlurmError {
+ public:
+  using SlurmError::SlurmError;
+};
+
 struct JobInfo {
   std::uint32_t job_id = 0;
   uid_t uid = 0;
@@ -115,6 +123,12 @@ class SlurmApi {
   virtual bool step_exists(std::uint32_t job_id, std::uint32_t step_id) = 0;
   // SIGKILLs a step; a step already gone is not an error.
   virtual void kill_step(std::uint32_t job_id, std::uint32_t step_id) = 0;
+  // Whether a slurmstepd of step job.step still runs on one of `nodelist`,
+  // asked of their slurmds; nothing when that cannot be told (a node did
+  // not answer). A step record a restarted slurmctld recovered may have
+  // none left: a cancel does not end such a record.
+  virtual std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
+                                                const std::string& nodelist) = 0;
   // Requeues a batch job.
   virtual void requeue(std::uint32_t job_id) = 0;
 
@@ -124,7 +138,8 @@ class SlurmApi {
   // returns the helper's job id (it may still be pending).
   virtual std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
                                              const std::string& name) = 0;
-  // Moves a running helper's nodes into the job it expands.
+  // Moves a running helper's nodes into the job it expands; throws
+  // HelperUnlinked when the helper no longer knows that job.
   virtual void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) = 0;
   // Pending or running jobs of `owner` named `name` (another user's job of
   // that name is never one of the controller's helpers).

@@ -42,11 +42,13 @@ struct DecidedMeanwhile {};
 
 // How long a relaunch waits for the old step to leave the nodes. Its tasks
 // are gone within a second of the SIGKILL. A record slurmctld still lists
-// then is cancelled again, once per grace (a slurmctld restarted since the
-// cancel recovers the record, and a new step waits for the CPUs it holds),
-// until kOldStepGone after the merge; then the relaunch goes ahead, its
-// --overlap allowing for a record that stays. One whose first node died
-// stays for minutes: the relaunch does not wait past the grace for it.
+// then is cancelled again, once per grace, and its nodes are asked whether
+// they still run it: a record a slurmctld restarted since the cancel
+// recovered outlives every cancel, with no slurmstepd left, and is not
+// waited for. While a node runs it (or cannot tell), the wait goes on until
+// kOldStepGone after the merge; then the relaunch goes ahead, its --overlap
+// allowing for a record that stays. One whose first node died stays for
+// minutes: the relaunch does not wait past the grace for it.
 inline constexpr seconds kOldStepGrace{5};
 inline constexpr seconds kOldStepGone{60};
 // How long a registered step may be missing from Slurm before it is over.

@@ -107,6 +107,7 @@ void Engine::tick() {
     failed_probes_.clear();
     step_nodes_.clear();
     said_old_step_.clear();
+    said_unregistered_.clear();
     return;
   }
   if (config_.probe_failures > 0 && clock_.now() - last_probe_ >= config_.probe_interval) {

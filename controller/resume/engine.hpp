@@ -127,9 +127,16 @@ class Engine {
   // long, Slurm refused it, or it failed): another is chosen.
   void pass_over(StoredStep& step, const std::string& node);
   bool take_out(StoredStep& step, const slurm::JobInfo& job);
+  // Steps back to the phase that a slurmctld restarted from an older state
+  // lost (a failed node in the job again, a merged replacement out of it).
+  void redo_lost_updates(StoredStep& step, const slurm::JobInfo& job);
   bool replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes);
   bool expand(StoredStep& step, const slurm::JobInfo& job);
   void relaunch(StoredStep& step, const slurm::JobInfo& job);
+  // Whether every node of the job registered with slurmctld since it
+  // started (a slurmctld restarted lately lists the others without a
+  // slurmd start time, and refuses a step on them); says once which have not.
+  bool nodes_registered(const StoredStep& step, const slurm::JobInfo& job);
   // The guard rails (observe.cpp): true when the gate holds the repair of
   // `failed` back (said as what it would do; a step that ended is decided
   // no_fault). What the repair would mark, and would do, in words.
@@ -140,6 +147,9 @@ class Engine {
   // Whether slurmctld no longer lists the old step, `waited` s after the
   // merge; cancels it again while it does (see kOldStepGone).
   bool old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int64_t waited);
+  // Whether none of the old step's nodes still in the job runs a slurmstepd
+  // of it (its record is one a restarted slurmctld recovered).
+  bool no_step_daemons(StoredStep& step, const slurm::JobInfo& job);
   void decide(StoredStep& step, Verdict verdict, const std::string& message);
   void save(StoredStep& step, EventKind kind, const std::string& detail);
   std::vector<std::string> step_hosts(const StoredStep& step);
@@ -172,6 +182,8 @@ class Engine {
   std::set<std::string> give_up_unstored_;
   // Steps whose old step record outlived kOldStepGone, said once.
   std::set<std::string> said_old_step_;
+  // Steps whose relaunch waits for nodes to register, said once.
+  std::set<std::string> said_unregistered_;
 
   std::thread thread_;
   std::mutex mutex_;

@@ -18,6 +18,7 @@ namespace ar {
 using namespace resume_detail;  // NOLINT: the engine's own helpers
 
 void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
+  if (step.phase != RepairPhase::detected) redo_lost_updates(step, job);
   // Paused or tripped since the fault was detected: nothing is done yet.
   if (step.phase == RepairPhase::detected && keeper_.gate().held()) {
     keeper_.gate().would(step, "detected", would_do(step, job, step.repair["failed"]));
@@ -80,6 +81,40 @@ bool Engine::no_new_faults(StoredStep& step, const slurm::JobInfo& job, const No
        fmt::format("step {}.{} attempt {}, during its repair: {}", step.step.job_id,
                    step.step.step_id, step.step.attempt, join(what, ", ")));
   return false;
+}
+
+void Engine::redo_lost_updates(StoredStep& step, const slurm::JobInfo& job) {
+  // A slurmctld killed before it saved its state comes back with the job
+  // as it was: a failed node in it again (one not chosen as its own
+  // replacement), a merged replacement out of it. What was lost is done
+  // again: the failed nodes leave the job, the lost replacements are merged.
+  auto& repair = step.repair;
+  const auto failed = names(repair["failed"], "node");
+  const auto chosen = names(repair.value("replacements", proto::json::array()));
+  std::vector<std::string> what;
+  bool back = false;
+  for (const auto& host : job.hosts)
+    if (contains(failed, host) && !contains(chosen, host)) {
+      what.push_back(host + " is in the job again");
+      back = true;
+    }
+  auto merged = repair.value("merged", proto::json::array());
+  for (const auto& node : names(merged))
+    if (!contains(job.hosts, node) && !contains(failed, node)) {
+      what.push_back(node + " is out of it");
+      merged.erase(std::remove(merged.begin(), merged.end(), node), merged.end());
+    }
+  if (what.empty()) return;
+  repair["merged"] = merged;
+  if (back)
+    step.phase = RepairPhase::detected;
+  else if (step.phase == RepairPhase::expanded)
+    step.phase = RepairPhase::replaced;
+  save(step, EventKind::detected,
+       fmt::format("step {}.{} attempt {}, during its repair: job {} lost updates ({}; slurmctld "
+                   "restarted from an older state): done again",
+                   step.step.job_id, step.step.step_id, step.step.attempt, job.job_id,
+                   join(what, ", ")));
 }
 
 RelaunchBudget Engine::budget_of(const StoredStep& step) {
@@ -224,9 +259,11 @@ const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::J
                 : (!node->idle || node->fail || node->drain || node->not_responding ||
                    node->completing))
         continue;
-      if (contains(job.hosts, name) || contains(chosen, name) || is_banned(*node) ||
-          contains(passed_over, name) || !contains(candidates.partition, name) ||
-          candidates.reserved.contains(name) ||
+      // One not registered since slurmctld started has no known instance
+      // yet (see nodes_registered): chosen once it registers.
+      if (node->slurmd_start_time == 0 || contains(job.hosts, name) || contains(chosen, name) ||
+          is_banned(*node) || contains(passed_over, name) ||
+          !contains(candidates.partition, name) || candidates.reserved.contains(name) ||
           (candidates.reservation && !candidates.reservation->contains(name)))
         continue;
       if (spare) {
@@ -373,7 +410,18 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
                      info ? info->state : "gone"));
     return false;
   }
-  slurm_.merge_expand_helper(helper, job.job_id);
+  try {
+    slurm_.merge_expand_helper(helper, job.job_id);
+  } catch (const slurm::HelperUnlinked& e) {
+    // slurmctld restarted since the helper started: a new one is submitted
+    // at the next tick, for the same node.
+    slurm_.cancel_job(helper);
+    repair["helpers"].erase(node);
+    save(step, EventKind::expand_retry,
+         fmt::format("{} (slurmctld restarted since helper job {} started): a new helper", e.what(),
+                     helper));
+    return false;
+  }
   repair["merged"].push_back(node);
   save(step, EventKind::merged,
        fmt::format("{} merged into job {} (helper job {})", node, job.job_id, helper));
@@ -385,6 +433,7 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
   const auto now = slurm_.load_job(before.job_id);
   if (!now || !now->running) return;  // the next tick decides what happened
   const auto& job = *now;
+  if (!nodes_registered(step, job)) return;
   const auto waited = clock_.since(get_stamp(step.repair, "expanded").value_or(clock_.stamp()));
   if (!old_step_gone(step, job, std::chrono::duration_cast<seconds>(waited).count())) return;
   const auto next = step.step.attempt + 1;
@@ -398,6 +447,24 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
       step, Verdict::relaunch,
       fmt::format("relaunching run {} as attempt {} on {}{}", step.step.run_id, next, job.nodes,
                   delay.count() > 0 ? fmt::format(" after a backoff of {} s", delay.count()) : ""));
+}
+
+bool Engine::nodes_registered(const StoredStep& step, const slurm::JobInfo& job) {
+  // A slurmctld restarted lately shows each node without a slurmd start
+  // time until the node registers again (a few seconds). Until then it
+  // refuses a new step on it as busy, and srun waits for a wake-up that
+  // only the end of another step of the job sends: minutes. Asked now, not
+  // from the tick's list: slurmctld may have restarted since (a tick waits
+  // on slurmctld while it shuts down).
+  std::vector<std::string> waiting;
+  for (const auto& host : job.hosts)
+    if (const auto node = slurm_.load_node(host); node && node->slurmd_start_time == 0)
+      waiting.push_back(host);
+  if (waiting.empty()) return true;
+  if (said_unregistered_.insert(key(step)).second)
+    log::info("step {}: relaunch waits for {} to register with slurmctld (restarted lately)",
+              key(step), join(waiting, ", "));
+  return false;
 }
 
 bool Engine::old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int64_t waited) {
@@ -417,8 +484,7 @@ bool Engine::old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int
           key(step), job.job_id, id, waited);
     return true;
   }
-  // A slurmctld restarted since the cancel recovers the step's record, and
-  // a new step waits for the CPUs it holds: cancel it again, once per grace.
+  // Its slurmstepds may be slow to end: cancel it again, once per grace.
   const auto last = get_stamp(step.repair, "old_step_cancelled");
   if (last && clock_.since(*last) < kOldStepGrace) return false;
   slurm_.kill_step(job.job_id, id);
@@ -427,7 +493,27 @@ bool Engine::old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int
   if (!last)
     log::info("step {}: step {}.{} still listed {} s after the merge: cancelled again", key(step),
               job.job_id, id, waited);
-  return !slurm_.step_exists(job.job_id, id);
+  return !slurm_.step_exists(job.job_id, id) || no_step_daemons(step, job);
+}
+
+bool Engine::no_step_daemons(StoredStep& step, const slurm::JobInfo& job) {
+  // A record a restarted slurmctld recovered outlives every cancel: Slurm
+  // 22.05 ends a step's record only when its slurmstepds report its end (or
+  // the job ends), and a cancel reaches none. Its nodes still in the job are
+  // asked whether they run any of it; the failed ones are dead or new.
+  const auto failed = names(step.repair["failed"], "node");
+  std::vector<std::string> ask;
+  for (const auto& host : step_hosts(step))
+    if (contains(job.hosts, host) && !contains(failed, host)) ask.push_back(host);
+  if (!ask.empty() && slurm_.step_daemons_left(job.job_id, step.step.step_id,
+                                               slurm::compress_hostlist(ask)) != false)
+    return false;
+  if (said_old_step_.insert(key(step)).second)
+    log::info(
+        "step {}: slurmctld still lists step {}.{}, but none of its nodes runs it (a record "
+        "slurmctld recovered after a restart): relaunching",
+        key(step), job.job_id, step.step.step_id);
+  return true;
 }
 
 std::string Engine::helper_name(std::uint32_t job_id) {

@@ -66,6 +66,13 @@ if SLURM_CONF=$plain/etc/slurm.conf resize_twice 2; then
   fail "a second resize worked without accounting: the control shows nothing"
 fi
 assert_contains resize.out "the DB index is being set" "the second resize without accounting"
+# Such a cluster has no slurmdbd to stop or start.
+for cmd in stop-slurmdbd start-slurmdbd; do
+  rc=0
+  "$CLUSTER_CMD" "$cmd" "$plain" >out.txt 2>&1 || rc=$?
+  assert_eq "$rc" 1 "$cmd on a cluster without --accounting"
+  assert_contains out.txt "the cluster in '$plain' was started without --accounting: it has no slurmdbd" "$cmd's error"
+done
 "$CLUSTER_CMD" down "$plain" >/dev/null
 
 start=$SECONDS

@@ -6,7 +6,9 @@ cluster and controller
   - healthy nodes marked: a node the controller marked (a reason it sets:
     "auto-resume: ..." or "Action:Replace heartbeat: ...", from slurmctld's
     log) while no fault was injected into it (scripts/cluster's faults.log:
-    kill-node and freeze-node, until thaw-node or restart-node);
+    kill-node and freeze-node, until thaw-node or restart-node; a line for
+    slurmctld or slurmdbd, which restart-slurmctld and stop-slurmdbd write,
+    names no node and makes none faulty);
   - wrong relaunches: a relaunch whose node list holds a node that was
     killed or frozen at that moment;
   - steps lost: a protected step given up at its deadline (the repair did

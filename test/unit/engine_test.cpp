@@ -180,6 +180,7 @@ TEST_CASE("an old step record that outlives every cancel holds the relaunch back
   rig.protect();
   rig.slurm.nodes["node3"].down = true;
   rig.slurm.lingering_steps.insert({10, 0});
+  rig.slurm.step_daemons.insert({10, 0});  // its slurmstepds do not end
   rig.engine->tick();
   REQUIRE(rig.step().phase == RepairPhase::expanded);
   for (int waited = 0; waited < 60; ++waited) {
@@ -191,6 +192,120 @@ TEST_CASE("an old step record that outlives every cancel holds the relaunch back
   CHECK(rig.step().verdict == Verdict::relaunch);
   // Cancelled again once per grace of 5 s, from 5 s to 55 s.
   CHECK(std::count(rig.slurm.updates.begin(), rig.slurm.updates.end(), "kill_step 10.0") == 12);
+}
+
+TEST_CASE(
+    "a step record a restarted slurmctld recovered, which no node runs, holds the relaunch back "
+    "the grace only",
+    "[engine][slurm_restart]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  // slurmctld restarted and recovered the cancelled step's record, which
+  // outlives every cancel; no slurmstepd of it runs anywhere.
+  rig.slurm.lingering_steps.insert({10, 0});
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::expanded);
+  for (int waited = 0; waited < 5; ++waited) {
+    rig.slurm.lingering_steps.insert({10, 0});
+    CHECK(rig.step().state == StepState::repairing);
+    rig.clock.advance(1s);
+    rig.engine->tick();
+  }
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.slurm.daemons_asked == std::vector<std::string>{"10.0 node[1-2,4]"});
+}
+
+TEST_CASE("an old step record whose nodes cannot tell whether they run it holds the relaunch back",
+          "[engine][slurm_restart]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.slurm.daemons_unknown = true;  // a node does not answer
+  rig.slurm.lingering_steps.insert({10, 0});
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::expanded);
+  rig.slurm.lingering_steps.insert({10, 0});
+  rig.clock.advance(5s);
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::repairing);
+  CHECK(rig.slurm.daemons_asked.size() == 1);
+}
+
+TEST_CASE(
+    "a shrink and a merge that a restarted slurmctld lost (killed before it saved them) are done "
+    "again",
+    "[engine][slurm_restart]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.lingering_steps.insert({10, 0});  // holds the relaunch back at expanded
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::expanded);
+  // slurmctld SIGKILLed, and restarted from the state it saved before the
+  // repair: the dead node3 is in the job again, node5 and its helper gone.
+  auto& job = rig.slurm.jobs.at(10);
+  job.hosts = {"node1", "node2", "node3", "node4"};
+  job.nodes = "node[1-4]";
+  rig.slurm.jobs.erase(5000);
+  rig.slurm.updates.clear();
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("shrink 10 node[1-2,4]"));
+  rig.engine->tick();  // the lost helper is found gone, and submitted again
+  CHECK(rig.slurm.updated("helper 5001 node5 for 10"));
+  CHECK(rig.slurm.updated("merge 5001 into 10"));
+  CHECK(rig.last_detail("detected").find("node3 is in the job again, node5 is out of it") !=
+        std::string::npos);
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.step().repair["relaunch"]["nodelist"] == "node[1-2,4-5]");
+}
+
+TEST_CASE("a helper a restarted slurmctld no longer links to the job is replaced by a new one",
+          "[engine][slurm_restart]") {
+  Rig rig;
+  rig.protect();
+  rig.fault_with_pending_helper();  // helper 5000 for node5
+  // slurmctld restarted, then the helper started: Slurm 22.05 saved no
+  // link from it to job 10 and refuses its merge.
+  rig.slurm.unlinked_helpers.insert(5000);
+  rig.slurm.helpers_start = true;
+  rig.slurm.start_job(5000);
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("cancel 5000"));
+  CHECK(rig.last_detail("expand_retry").find("a new helper") != std::string::npos);
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("helper 5001 node5 for 10"));
+  CHECK(rig.slurm.updated("merge 5001 into 10"));
+  CHECK(rig.step().verdict == Verdict::relaunch);
+}
+
+TEST_CASE("a relaunch waits for the job's nodes to register with a restarted slurmctld",
+          "[engine][slurm_restart]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  // slurmctld restarted: node1 has not registered again (no slurmd start
+  // time), and slurmctld would refuse a new step on it as busy.
+  rig.slurm.nodes["node1"].slurmd_start_time = 0;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::expanded);
+  rig.clock.advance(10s);
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::repairing);
+  rig.slurm.nodes["node1"].slurmd_start_time = 1001;  // registered again
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::relaunch);
+}
+
+TEST_CASE("an idle node not registered with a restarted slurmctld is not chosen",
+          "[engine][slurm_restart]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.nodes["node5"].slurmd_start_time = 0;  // its instance is not known yet
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("helper 5000 node6 for 10"));
+  CHECK_FALSE(rig.slurm.updated("helper 5000 node5"));
 }
 
 TEST_CASE("an old step whose first node died is not waited for past the grace", "[engine]") {

@@ -229,6 +229,14 @@ void FakeSlurm::kill_step(std::uint32_t job_id, std::uint32_t step_id) {
   updates.push_back("kill_step " + std::to_string(job_id) + "." + std::to_string(step_id));
 }
 
+std::optional<bool> FakeSlurm::step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
+                                                 const std::string& nodelist) {
+  check_reachable();
+  daemons_asked.push_back(std::to_string(job_id) + "." + std::to_string(step_id) + " " + nodelist);
+  if (daemons_unknown) return std::nullopt;
+  return step_daemons.contains({job_id, step_id});
+}
+
 void FakeSlurm::requeue(std::uint32_t job_id) {
   check_reachable();
   auto& j = job(job_id);
@@ -262,6 +270,11 @@ std::uint32_t FakeSlurm::submit_expand_helper(const slurm::JobInfo& of,
 
 void FakeSlurm::merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {
   check_reachable();
+  if (unlinked_helpers.contains(helper_id))
+    throw slurm::HelperUnlinked("cannot hand the nodes of job " + std::to_string(helper_id) +
+                                    " to job " + std::to_string(job_id) +
+                                    ": Node count specification invalid",
+                                2000);
   auto& helper = job(helper_id);
   auto& target = job(job_id);
   for (const auto& host : helper.hosts) target.hosts.push_back(host);

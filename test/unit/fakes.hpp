@@ -55,14 +55,23 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::map<std::string, slurm::NodeInfo> nodes;
   std::map<std::uint32_t, slurm::JobInfo> jobs;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> steps;  // job.step -> nodelist
-  // Steps whose record outlives the first kill_step (a slurmctld restarted
-  // since recovered it): the next kill_step ends them.
+  // Steps whose record outlives the first kill_step (its slurmstepds slow
+  // to end, or a slurmctld restarted since recovered it): the next
+  // kill_step ends them.
   std::set<std::pair<std::uint32_t, std::uint32_t>> lingering_steps;
+  // Steps a slurmstepd of which still runs on their nodes (step_daemons_left
+  // says so; none by default); with daemons_unknown, a node does not answer.
+  std::set<std::pair<std::uint32_t, std::uint32_t>> step_daemons;
+  bool daemons_unknown = false;
+  std::vector<std::string> daemons_asked;  // "10.0 node[1-2]", in order
   std::map<std::string, std::vector<std::string>> partition_nodes;
   std::map<std::string, std::vector<std::string>> reservation_nodes;  // active reservations
   uid_t slurm_user = 64030;
   // Whether an expand helper starts running at once (else it stays pending).
   bool helpers_start = true;
+  // Helpers a restarted slurmctld no longer links to their job: their merge
+  // throws HelperUnlinked.
+  std::set<std::uint32_t> unlinked_helpers;
   // Nodes for which Slurm refuses an expand helper (SlurmError).
   std::set<std::string> refuse_helpers;
   // While false, every call throws SlurmError (slurmctld unreachable).
@@ -97,6 +106,8 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) override;
   bool step_exists(std::uint32_t job_id, std::uint32_t step_id) override;
   void kill_step(std::uint32_t job_id, std::uint32_t step_id) override;
+  std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
+                                        const std::string& nodelist) override;
   void requeue(std::uint32_t job_id) override;
   std::uint32_t submit_expand_helper(const slurm::JobInfo& job, const std::string& node,
                                      const std::string& name) override;

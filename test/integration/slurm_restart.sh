@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Slurm's own daemons failing during a repair, on one cluster (with
+# slurmdbd) and one controller, through one batch job whose protected step
+# (a stand-in training) loses a node four times:
+#   b. slurmctld restarted (SIGTERM) right after the failed node is marked
+#      and taken out: the repair goes on once slurmctld answers;
+#   a. slurmctld SIGKILLed right after the replacement is merged into the
+#      job (it recovers the killed step's record from its last saved state):
+#      the step runs again well within the 127 s the recovered record once
+#      held the relaunch back;
+#   c. slurmctld SIGKILLed while the provider replaces the failed node (no
+#      idle node): the node's new instance joins the job, the step resumes;
+#   d. slurmdbd stopped during a repair: slurmctld queues its accounting,
+#      the shrink and the merge go through, and the step resumes while
+#      slurmdbd is still away.
+# Each fault is resumed exactly once, in place (same job, Restarts=0), and
+# the fault counts (fault_counts.py) stay 0.
+# shellcheck source=test/integration/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+cluster_up --nodes 4 --accounting
+cd "$WORK" || exit
+# The provider restarts a failed node at once, unless the test holds it
+# (scenario c: slurmctld is restarted while the provider is busy).
+cat >provider.sh <<SCRIPT
+#!/bin/bash
+while [[ -e $WORK/hold ]]; do sleep 0.1; done
+exec $CLUSTER_CMD restart-node $CLUSTER "\$1" --kill
+SCRIPT
+chmod +x provider.sh
+CONTROLLER_RESTART_COMMAND="$WORK/provider.sh {node}"
+# backoff=1: relaunches after 0, 1, 2 and 4 s (scenario a restarts
+# slurmctld within that second).
+CONTROLLER_CONF=$'backoff=1\nmax_attempts=10'
+controller_up
+
+# The step runs until $WORK/finish exists; rank 0 checkpoints its count.
+cat >step.sh <<'SCRIPT'
+#!/bin/bash
+ckpt=$1 finish=$2 i=0
+[[ -f $ckpt ]] && i=$(<"$ckpt")
+echo "attempt=${AUTO_RESUME_ATTEMPT:-} restarts=${SLURM_RESTART_COUNT:-0} rank=$SLURM_PROCID node=$SLURMD_NODENAME start=$i"
+until [[ -e $finish ]]; do
+  sleep 0.25
+  i=$((i + 1))
+  if ((SLURM_PROCID == 0)); then echo "$i" >"$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; fi
+done
+if ((SLURM_PROCID == 0)); then echo "done at step $i"; fi
+SCRIPT
+chmod +x step.sh
+cat >job.sh <<SCRIPT
+#!/bin/bash
+srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt $WORK/finish
+echo "srun exit \$?"
+SCRIPT
+
+# events KIND: how many KIND events the job has.
+events() {
+  local all
+  all=$("$AR_CLI" events 2>/dev/null) || return 1
+  grep -cE "^.*job $job [^ ]+ $1: " <<<"$all" || true
+}
+events_are() { [[ $(events "$1") == "$2" ]]; }
+restart_ctld() {
+  "$CLUSTER_CMD" restart-slurmctld "$CLUSTER" --wait --timeout 60 "$@" >/dev/null
+}
+# settled: every node answers, none is down or failing, and one is idle (the
+# job holds the other 3): the node failed last is back.
+settled() {
+  local states
+  states=$(sinfo -h -N -o '%N %T') || return 1
+  [[ $(grep -c ' idle$' <<<"$states") == 1 && $(grep -cvE ' (idle|mixed|allocated)$' <<<"$states") == 0 ]]
+}
+# victim: a node of the job other than its batch host.
+victim() { scontrol show hostnames "$(job_field NodeList)" | grep -vx "$(job_field BatchHost)" | tail -n 1; }
+# resumed ATTEMPT SECONDS: attempt ATTEMPT runs on the job's 3 nodes within
+# SECONDS, after exactly one relaunch, in the same job, never requeued.
+resumed() {
+  local attempt=$1 seconds=$2
+  wait_until "$seconds" "attempt $attempt on 3 nodes" started "$attempt" 3
+  local now
+  now=$(checkpoint)
+  wait_until 30 "attempt $attempt to make progress" past $((now + 2))
+  "$AR_CLI" events >events.txt
+  assert_eq "$(grep -c "job $job [^ ]* relaunch: relaunching run [^ ]* as attempt $attempt " events.txt)" 1 \
+    "relaunches to attempt $attempt"
+  assert_eq "$(job_field JobState)" RUNNING "the job's state after attempt $attempt started"
+  assert_eq "$(job_field Restarts)" 0 "the job's restart count after attempt $attempt started"
+}
+
+job=$(sbatch --parsable -N3 -w 'node[1-3]' -o job.out job.sh)
+wait_until 60 "attempt 0 on 3 nodes" started 0 3
+wait_until 30 "attempt 0 to make progress" past 3
+
+# b. slurmctld restarted right after the failed node is taken out.
+node=$(victim)
+"$CLUSTER_CMD" kill-node "$CLUSTER" "$node" >/dev/null
+wait_until 30 "$node to be taken out" event_seen "job $job [^ ]+ node_out: $node set FAIL"
+restart_ctld
+note "b: slurmctld restarted right after $node was taken out"
+resumed 1 60
+
+# a. slurmctld SIGKILLed right after the merge (the state it saved last
+# may still hold the cancelled step).
+wait_until 60 "the cluster to settle" settled
+node=$(victim)
+"$CLUSTER_CMD" kill-node "$CLUSTER" "$node" >/dev/null
+wait_until 30 "the replacement of $node to be merged" events_are merged 2
+restart_ctld --kill
+restarted=$SECONDS
+if events_are relaunch 1; then
+  note "a: slurmctld SIGKILLed after the merge, before the relaunch"
+else
+  note "a: slurmctld SIGKILLed after the merge, just after the relaunch"
+fi
+# Item 3 of issue 11: the relaunch once stalled 127 s after such a restart.
+resumed 2 60
+note "a: attempt 2 running $((SECONDS - restarted)) s after the restart"
+
+# c. slurmctld SIGKILLed while the provider replaces the failed node: a
+# job fills the idle node, so the failed node's new instance is the only
+# replacement.
+wait_until 60 "the cluster to settle" settled
+filler=$(sbatch --parsable -N1 --exclusive -w "$(sinfo -h -N -t idle -o %N | head -n 1)" -o /dev/null --wrap "sleep 600")
+filler_runs() { [[ $(scontrol -o show job "$filler" | grep -o ' JobState=[^ ]*') == ' JobState=RUNNING' ]]; }
+wait_until 30 "the job filling the idle node to run" filler_runs
+touch hold
+node=$(victim)
+"$CLUSTER_CMD" kill-node "$CLUSTER" "$node" >/dev/null
+wait_until 30 "the provider to be asked for $node" \
+  event_seen "node $node provider: asking the local provider to replace $node"
+restart_ctld --kill
+rm hold
+note "c: slurmctld SIGKILLed while the provider replaced $node"
+resumed 3 90
+scancel "$filler"
+filler_ended() { job_ended_id "$filler"; }
+wait_until 30 "the job filling the idle node to end" filler_ended
+
+# d. slurmdbd stopped during a repair (an idle node, or the provider's
+# restart of the failed one, replaces it).
+"$CLUSTER_CMD" stop-slurmdbd "$CLUSTER" >/dev/null
+node=$(victim)
+"$CLUSTER_CMD" kill-node "$CLUSTER" "$node" >/dev/null
+# slurmctld queues the accounting meanwhile: the repair's one update of
+# the job (the shrink) and the helper's merge go through.
+resumed 4 90
+assert_eq "$(events error)" 0 "the controller's errors during the repair without slurmdbd"
+"$CLUSTER_CMD" start-slurmdbd "$CLUSTER" >/dev/null
+
+touch finish
+wait_until 60 "the job to end" job_ended
+cat job.out
+assert_eq "$(job_field JobState)" COMPLETED "the job's state"
+assert_eq "$(job_field Restarts)" 0 "the job's restart count"
+assert_contains job.out "^srun exit 0$" "the batch script's output"
+for attempt in 0 1 2 3 4; do
+  assert_eq "$(grep -c "attempt=$attempt " step.out)" 3 "tasks of attempt $attempt in step.out"
+done
+"$AR_CLI" events >events.txt
+assert_eq "$(grep -c "job $job [^ ]* relaunch: " events.txt)" 4 "relaunches of the job"
+# The fault counts of this test, as faults.counts will add them up.
+python3 "$AR_SOURCE_DIR/test/integration/fault_counts.py" record "$WORK" "$CLUSTER" "$TEST_NAME" counts
+assert_eq "$(cat "counts/$TEST_NAME.json")" '{"healthy_marked": [], "wrong_relaunches": [], "steps_lost": []}' \
+  "the fault counts"
+note "ok"
