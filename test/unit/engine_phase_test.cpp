@@ -272,8 +272,8 @@ class PhaseRun {
     if (case_.phase == Phase::relaunched) {
       CHECK(rig_.last_detail("detected").starts_with("step 10.2 attempt 2: " + x));
     } else {
-      CHECK(rig_.last_detail("detected")
-                .starts_with("step 10.1 attempt 1, during its repair: " + x));
+      CHECK(
+          rig_.last_detail("detected").starts_with("step 10.1 attempt 1, during its repair: " + x));
     }
   }
 
@@ -337,11 +337,10 @@ class PhaseRun {
     CHECK(nodelist == rig_.slurm.jobs.at(10).nodes);
     // The attempts: a second fault during the repair is the same attempt (attempt 2 after the
     // backoff of 10 s); after the relaunch it is the next one (attempt 3, 20 s).
-    CHECK(step.message == (case_.phase == Phase::relaunched
-                               ? "relaunching run r as attempt 3 on " + nodelist +
-                                     " after a backoff of 20 s"
-                               : "relaunching run r as attempt 2 on " + nodelist +
-                                     " after a backoff of 10 s"));
+    CHECK(step.message ==
+          (case_.phase == Phase::relaunched
+               ? "relaunching run r as attempt 3 on " + nodelist + " after a backoff of 20 s"
+               : "relaunching run r as attempt 2 on " + nodelist + " after a backoff of 10 s"));
   }
 
   Case case_;
