@@ -1,4 +1,4 @@
-// The fault matrix's "a second fault at each repair phase" (docs/faults.md, rows 43 on): one
+// The fault matrix's "a second fault at each repair phase" (docs/faults.md, rows 17-22): one
 // table-driven test that, for every phase a repair is stored in between two looks of the engine,
 // injects a fault of each kind into each node it can hit there, drives the repair to its end and
 // checks what the matrix counts: one relaunch per attempt, never onto a node dead at that
