@@ -433,7 +433,6 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
   const auto now = slurm_.load_job(before.job_id);
   if (!now || !now->running) return;  // the next tick decides what happened
   const auto& job = *now;
-  if (!nodes_registered(step, job)) return;
   const auto waited = clock_.since(get_stamp(step.repair, "expanded").value_or(clock_.stamp()));
   if (!old_step_gone(step, job, std::chrono::duration_cast<seconds>(waited).count())) return;
   const auto next = step.step.attempt + 1;
@@ -442,6 +441,8 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
   const auto delay = relaunch_backoff(streak, std::chrono::duration_cast<seconds>(config_.backoff),
                                       DaemonConfig::kMaxBackoff);
   if (waited < delay) return;
+  // Last: it asks slurmctld about each node of the job.
+  if (!nodes_registered(step, job)) return;
   step.repair["relaunch"] = {{"nodelist", job.nodes}, {"num_nodes", job.hosts.size()}};
   decide(
       step, Verdict::relaunch,
@@ -456,15 +457,19 @@ bool Engine::nodes_registered(const StoredStep& step, const slurm::JobInfo& job)
   // only the end of another step of the job sends: minutes. Asked now, not
   // from the tick's list: slurmctld may have restarted since (a tick waits
   // on slurmctld while it shuts down).
-  std::vector<std::string> waiting;
-  for (const auto& host : job.hosts)
-    if (const auto node = slurm_.load_node(host); node && node->slurmd_start_time == 0)
-      waiting.push_back(host);
-  if (waiting.empty()) return true;
-  if (said_unregistered_.insert(key(step)).second)
-    log::info("step {}: relaunch waits for {} to register with slurmctld (restarted lately)",
-              key(step), join(waiting, ", "));
-  return false;
+  // One node at a time, up to the first that has not registered: asked only
+  // once the relaunch would otherwise go (a job may hold thousands).
+  for (const auto& host : job.hosts) {
+    const auto node = slurm_.load_node(host);
+    if (!node || node->slurmd_start_time != 0) continue;
+    if (said_unregistered_.insert(key(step)).second)
+      log::info(
+          "step {}: relaunch waits for {} (and any node after it) to register with "
+          "slurmctld (restarted lately)",
+          key(step), host);
+    return false;
+  }
+  return true;
 }
 
 bool Engine::old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int64_t waited) {
