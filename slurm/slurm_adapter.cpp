@@ -318,13 +318,15 @@ void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {
   slurm_init_job_desc_msg(&helper);
   helper.job_id = helper_id;
   helper.min_nodes = 0;
-  if (slurm_update_job(&helper) == SLURM_SUCCESS) return;
-  const int error = slurm_get_errno();
-  const auto what = "cannot hand the nodes of job " + std::to_string(helper_id) + " to job " +
-                    std::to_string(job_id) + ": " + slurm_strerror(error);
-  // The helper's expanding link is not in slurmctld's saved state.
-  if (error == ESLURM_INVALID_NODE_COUNT) throw HelperUnlinked(what, error);
-  throw SlurmError(what, error);
+  try {
+    update_job(helper, "cannot hand the nodes of job " + std::to_string(helper_id) + " to job " +
+                           std::to_string(job_id));
+  } catch (const SlurmError& e) {
+    // The helper's expanding link is not in slurmctld's saved state.
+    if (e.errno_value() == ESLURM_INVALID_NODE_COUNT)
+      throw HelperUnlinked(e.what(), e.errno_value());
+    throw;
+  }
 }
 
 std::vector<std::uint32_t> live_jobs_named(const std::string& name, uid_t owner) {

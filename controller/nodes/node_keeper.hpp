@@ -4,11 +4,12 @@
 //
 // Heartbeats: a node heard from since this controller started (its current
 // instance's agent: a node back as a new instance is watched again once its
-// own agent is heard) and silent for heartbeat_timeout, whose slurmd does not answer a deep probe
-// either, is marked FAIL with "Action:Replace heartbeat: ..." (which the resume engine acts on at
-// once). Guards: after a stall of the controller itself every deadline starts again, and while more
-// than heartbeat_max_silent_percent of the nodes are silent at once nothing is marked (the
-// controller's own network is the likelier fault).
+// own agent is heard) and silent for heartbeat_timeout, whose slurmd does
+// not answer a deep probe either, is marked FAIL with "Action:Replace
+// heartbeat: ..." (which the resume engine acts on at once). Guards: after
+// a stall of the controller itself every deadline starts again, and while
+// more than heartbeat_max_silent_percent of the nodes are silent at once
+// nothing is marked (the controller's own network is the likelier fault).
 //
 // Replacement: a node FAIL or DOWN with a reason starting "Action:Replace"
 // (an admin's, a health check's, a heartbeat's) or "auto-resume:" (taken out

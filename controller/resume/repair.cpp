@@ -456,9 +456,9 @@ bool Engine::nodes_registered(const StoredStep& step, const slurm::JobInfo& job)
   // refuses a new step on it as busy, and srun waits for a wake-up that
   // only the end of another step of the job sends: minutes. Asked now, not
   // from the tick's list: slurmctld may have restarted since (a tick waits
-  // on slurmctld while it shuts down).
-  // One node at a time, up to the first that has not registered: asked only
-  // once the relaunch would otherwise go (a job may hold thousands).
+  // on slurmctld while it shuts down). One node at a time, up to the first
+  // that has not registered: asked only once the relaunch would otherwise
+  // go (a job may hold thousands).
   for (const auto& host : job.hosts) {
     const auto node = slurm_.load_node(host);
     if (!node || node->slurmd_start_time != 0) continue;
