@@ -20,7 +20,9 @@
 
 #include "allocation.hpp"
 #include "autoresume/client.hpp"
+#include "autoresume/keyvalue.hpp"
 #include "autoresume/munge_cred.hpp"
+#include "autoresume/option.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/task_env.hpp"
 #include "plugin.hpp"
@@ -124,8 +126,37 @@ std::optional<std::string> register_step(const PluginConfig& config,
 
 }  // namespace
 
+namespace {
+
+// A job submitted with --auto-resume-spares=K: srun reads the job's node
+// count from SLURM_JOB_NUM_NODES as its -N (its own -N, -w or -F win), so
+// that variable says K fewer. Only inside an allocation; a bad value was
+// refused by sbatch or salloc already, and is said here once more.
+void size_for_spares() {
+  const char* spares = std::getenv(kSparesVariable);
+  if (spares == nullptr) spares = std::getenv(kSparesJobVariable);
+  const char* job_nodes = std::getenv("SLURM_JOB_NUM_NODES");
+  if (spares == nullptr || job_nodes == nullptr || std::getenv("SLURM_JOB_ID") == nullptr) return;
+  try {
+    const auto held = parse_node_count(kSparesOptionName, spares);
+    const auto nodes = parse_node_count("nodes", job_nodes);
+    if (const auto size = nodes_without_spares(nodes, held)) {
+      setenv("SLURM_JOB_NUM_NODES", std::to_string(*size).c_str(), 1);
+    } else if (held > 0) {
+      slurm_spank_log(
+          "%s: warning: the job's %u nodes leave none for --%s=%u: the step runs on all of them",
+          kTag, nodes, kSparesOptionName, held);
+    }
+  } catch (const ConfigError& e) {
+    slurm_spank_log("%s: warning: %s: the step runs on all of the job's nodes", kTag, e.what());
+  }
+}
+
+}  // namespace
+
 void local_init() {
   auto& st = state();
+  size_for_spares();
   sigprocmask(SIG_SETMASK, nullptr, &st.initial_mask);
   for (int sig = 1; sig < NSIG; ++sig) {
     struct sigaction action {};
@@ -205,6 +236,7 @@ int local_user_init(spank_t sp) {
   }
   bool own_master_port = false;
   auto step = describe_step(job_id, step_id, st.relaunch, own_master_port);
+  step.min_nodes = st.min_nodes;
   const auto allocation = live_allocation(job_id);
   if (allocation) {
     step.nodelist = allocation->nodelist;

@@ -73,6 +73,35 @@ spank_option auto_resume_option{const_cast<char*>(kOptionName),
                                 0,
                                 option_callback};
 
+// `--auto-resume-spares=K`: read by srun from its environment in
+// local_init (before srun reads its options); checked here.
+int spares_callback(int /*val*/, const char* optarg, int /*remote*/) noexcept {
+  return guarded("the option callback", [&]() -> int {
+    ar::parse_node_count(ar::kSparesOptionName, optarg);
+    return ESPANK_SUCCESS;
+  });
+}
+
+int min_nodes_callback(int /*val*/, const char* optarg, int /*remote*/) noexcept {
+  return guarded("the option callback", [&]() -> int {
+    state().min_nodes = ar::parse_node_count(ar::kMinNodesOptionName, optarg);
+    return ESPANK_SUCCESS;
+  });
+}
+
+spank_option spares_option{const_cast<char*>(ar::kSparesOptionName),
+                           const_cast<char*>(ar::kSparesArgInfo),
+                           const_cast<char*>(ar::kSparesUsage),
+                           1,
+                           0,
+                           spares_callback};
+spank_option min_nodes_option{const_cast<char*>(ar::kMinNodesOptionName),
+                              const_cast<char*>(ar::kMinNodesArgInfo),
+                              const_cast<char*>(ar::kMinNodesUsage),
+                              1,
+                              0,
+                              min_nodes_callback};
+
 }  // namespace
 }  // namespace ar::spank
 
@@ -100,10 +129,11 @@ AR_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
       state().inside_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
       local_init();
     }
-    if (const auto rc = spank_option_register(sp, &auto_resume_option); rc != ESPANK_SUCCESS) {
-      slurm_error("%s: cannot register --%s: %s", kTag, ar::kOptionName, spank_strerror(rc));
-      return kFailure;
-    }
+    for (auto* option : {&auto_resume_option, &spares_option, &min_nodes_option})
+      if (const auto rc = spank_option_register(sp, option); rc != ESPANK_SUCCESS) {
+        slurm_error("%s: cannot register --%s: %s", kTag, option->name, spank_strerror(rc));
+        return kFailure;
+      }
     return state().config_error.empty() ? ESPANK_SUCCESS : kFailure;
   });
 }

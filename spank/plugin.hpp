@@ -48,6 +48,8 @@ struct PluginState {
   // the job's environment (an sbatch/salloc option) first, then from srun's
   // own command line, so the command line wins.
   std::optional<bool> auto_resume;
+  // --auto-resume-min-nodes (0: not given), the last value as above.
+  std::uint32_t min_nodes = 0;
   // srun only: whether it started inside an allocation (sbatch, salloc).
   // A srun that makes its own allocation cannot be relaunched: the
   // allocation ends with it.
@@ -68,7 +70,8 @@ struct PluginState {
 
 PluginState& state();
 
-// srun (local context).
+// srun (local context). local_init runs before srun reads its options:
+// it sizes the step for the job's spares (--auto-resume-spares).
 void local_init();
 int local_user_init(spank_t sp);
 int local_exit();

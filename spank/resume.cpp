@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdarg>
@@ -89,23 +90,44 @@ void close_on_exec_above_stderr() {
 // allocation's variables and the relaunch marker. Built as a copy, not with
 // setenv, since srun's other threads may be reading the environment.
 std::vector<std::string> relaunch_environment(const ProtectedStep& step,
-                                              const std::string& nodelist,
-                                              const std::string& nodes) {
+                                              const std::string& nodelist, const std::string& nodes,
+                                              std::uint32_t resize) {
   const RelaunchMarker marker{step.run_id, step.attempt + 1, step.own_master_port};
   // The variables Slurm's own resize script sets; the task counts follow
   // from them, as the node count is the same as before.
-  const std::vector<std::pair<std::string, std::string>> set{{"SLURM_JOB_NODELIST", nodelist},
-                                                             {"SLURM_NODELIST", nodelist},
-                                                             {"SLURM_JOB_NUM_NODES", nodes},
-                                                             {"SLURM_NNODES", nodes},
-                                                             {kRelaunchVariable, marker.encode()}};
+  std::vector<std::pair<std::string, std::string>> set{{"SLURM_JOB_NODELIST", nodelist},
+                                                       {"SLURM_NODELIST", nodelist},
+                                                       {"SLURM_JOB_NUM_NODES", nodes},
+                                                       {"SLURM_NNODES", nodes},
+                                                       {kRelaunchVariable, marker.encode()}};
+  // A step on fewer nodes: srun would read this one's task count (which
+  // it set in its own environment) as -n; as many per node, or srun's
+  // defaults.
+  bool drop_tasks = false;
+  if (resize > 0 && resize != step.nodes) {
+    const char* tasks = std::getenv("SLURM_NTASKS");
+    std::uint32_t count = 0;
+    const std::string_view text(tasks != nullptr ? tasks : "");
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), count);
+    const auto fewer = ec == std::errc() && end == text.data() + text.size()
+                           ? resized_tasks(count, step.nodes, resize)
+                           : std::nullopt;
+    if (fewer) {
+      set.emplace_back("SLURM_NTASKS", std::to_string(*fewer));
+      set.emplace_back("SLURM_NPROCS", std::to_string(*fewer));
+    } else {
+      drop_tasks = true;
+    }
+  }
   std::vector<std::string> env;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string_view text(*entry);
     const auto name = text.substr(0, text.find('='));
     const bool replaced =
         std::any_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == name; });
-    if (replaced || (step.own_master_port && name == "MASTER_PORT")) continue;
+    if (replaced || (step.own_master_port && name == "MASTER_PORT") ||
+        (drop_tasks && (name == "SLURM_NTASKS" || name == "SLURM_NPROCS")))
+      continue;
     env.emplace_back(text);
   }
   for (const auto& [name, value] : set) env.push_back(name + "=" + value);
@@ -122,19 +144,23 @@ void relaunch(const ProtectedStep& step, const std::optional<Answer::Relaunch>& 
   }
   const auto& nodelist = plan->nodelist;
   const auto nodes = std::to_string(plan->num_nodes);
-  const auto env_text = relaunch_environment(step, nodelist, nodes);
+  const auto env_text = relaunch_environment(step, nodelist, nodes, plan->step_nodes);
   std::vector<char*> envp;
   for (const auto& entry : env_text) envp.push_back(const_cast<char*>(entry.c_str()));
   envp.push_back(nullptr);
-  const auto args = relaunch_argv(step.argv, step.nodes);
+  const auto args = relaunch_argv(step.argv, step.nodes, plan->step_nodes);
   std::vector<char*> argv;
   for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   say("relaunching step %u.%u of run %s as attempt %u on %s", step.job_id, step.step_id,
       step.run_id.c_str(), step.attempt + 1, nodelist.c_str());
-  if (const auto dropped = dropped_node_options(step.argv); !dropped.empty())
-    say("the relaunch runs without %s: srun's node options name the earlier allocation",
-        join(dropped, " ").c_str());
+  if (const auto dropped = dropped_node_options(step.argv, plan->step_nodes, step.nodes);
+      !dropped.empty())
+    say("the relaunch runs without %s: srun's node options name the earlier allocation%s",
+        join(dropped, " ").c_str(),
+        plan->step_nodes > 0
+            ? (" (the step goes on on --nodes=" + std::to_string(plan->step_nodes) + ")").c_str()
+            : "");
   std::fflush(nullptr);
 
   // No signal meant for this srun may reach the next one.

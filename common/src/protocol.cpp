@@ -51,6 +51,11 @@ std::uint32_t get_u32(const json& body, const char* field) {
   return static_cast<std::uint32_t>(value.get<std::uint64_t>());
 }
 
+// An optional one: `fallback` when absent.
+std::uint32_t get_u32(const json& body, const char* field, std::uint32_t fallback) {
+  return body.contains(field) ? get_u32(body, field) : fallback;
+}
+
 std::int64_t get_i64(const json& body, const char* field) {
   const auto& value = required(body, field);
   const bool fits = value.is_number_unsigned() ? value.get<std::uint64_t>() <= 0x7fffffffffffffffULL
@@ -223,8 +228,10 @@ HelloReply HelloReply::from_json(const json& result) {
 // register
 
 json StepRegistration::to_json() const {
-  return {{"job_id", job_id}, {"step_id", step_id}, {"run_id", run_id},    {"attempt", attempt},
-          {"argv", argv},     {"cwd", cwd},         {"nodelist", nodelist}};
+  json out = {{"job_id", job_id}, {"step_id", step_id}, {"run_id", run_id},    {"attempt", attempt},
+              {"argv", argv},     {"cwd", cwd},         {"nodelist", nodelist}};
+  if (min_nodes > 0) out["min_nodes"] = min_nodes;
+  return out;
 }
 
 StepRegistration StepRegistration::from_json(const json& body) {
@@ -244,6 +251,7 @@ StepRegistration StepRegistration::from_json(const json& body) {
         " bytes, more than the limit of " + std::to_string(kMaxCommandBytes));
   // What srun saw; the controller keeps slurmctld's list of the step instead.
   if (body.contains("nodelist")) step.nodelist = get_string(body, "nodelist");
+  step.min_nodes = get_u32(body, "min_nodes", 0);
   return step;
 }
 
@@ -390,11 +398,13 @@ VerdictRequest VerdictRequest::from_json(const json& body) {
 }
 
 json VerdictReply::Relaunch::to_json() const {
-  return {{"nodelist", nodelist}, {"num_nodes", num_nodes}};
+  json out = {{"nodelist", nodelist}, {"num_nodes", num_nodes}};
+  if (step_nodes > 0) out["step_nodes"] = step_nodes;
+  return out;
 }
 
 VerdictReply::Relaunch VerdictReply::Relaunch::from_json(const json& item) {
-  return {get_string(item, "nodelist"), get_u32(item, "num_nodes")};
+  return {get_string(item, "nodelist"), get_u32(item, "num_nodes"), get_u32(item, "step_nodes", 0)};
 }
 
 json VerdictReply::to_json() const {

@@ -135,7 +135,7 @@ std::optional<RelaunchMarker> RelaunchMarker::decode(std::string_view text) {
 }
 
 std::vector<std::string> relaunch_argv(const std::vector<std::string>& argv,
-                                       std::uint32_t step_nodes) {
+                                       std::uint32_t step_nodes, std::uint32_t resize) {
   if (argv.empty()) return argv;
   const auto line = parse_srun_argv(argv);
   const auto given = [&](std::string_view name) {
@@ -144,23 +144,40 @@ std::vector<std::string> relaunch_argv(const std::vector<std::string>& argv,
   };
   const bool node_options = std::any_of(line.options.begin(), line.options.end(), names_nodes);
   const bool pin_nodes = node_options && !given("nodes") && step_nodes > 0;
-  auto kept = without_srun_options(argv, line, dropped_for_relaunch);
+  const bool shrinks = resize > 0 && resize != step_nodes;
+  auto kept = without_srun_options(argv, line, [&](const SrunOption& option) {
+    return dropped_for_relaunch(option) || (resize > 0 && option.name == "nodes") ||
+           (shrinks && option.name == "ntasks");
+  });
   std::vector<std::string> ours{std::string(kAppendOption)};
   if (!given("overlap")) ours.emplace_back(kOverlapOption);
-  if (pin_nodes) ours.push_back("--nodes=" + std::to_string(step_nodes));
+  if (resize > 0)
+    ours.push_back("--nodes=" + std::to_string(resize));
+  else if (pin_nodes)
+    ours.push_back("--nodes=" + std::to_string(step_nodes));
   kept.insert(kept.begin() + 1, ours.begin(), ours.end());
   return kept;
 }
 
-std::vector<std::string> dropped_node_options(const std::vector<std::string>& argv) {
+std::vector<std::string> dropped_node_options(const std::vector<std::string>& argv,
+                                              std::uint32_t resize, std::uint32_t step_nodes) {
+  const bool shrinks = resize > 0 && resize != step_nodes;
   std::vector<std::string> dropped;
   for (const auto& option : parse_srun_argv(argv).options) {
-    if (!names_nodes(option)) continue;
+    if (!names_nodes(option) && !(resize > 0 && option.name == "nodes") &&
+        !(shrinks && option.name == "ntasks"))
+      continue;
     const auto value = option.value.value_or("");
     dropped.push_back(option.letter != 0 ? std::string("-") + option.letter + " " + value
                                          : "--" + option.name + "=" + value);
   }
   return dropped;
+}
+
+std::optional<std::uint32_t> resized_tasks(std::uint32_t tasks, std::uint32_t nodes,
+                                           std::uint32_t resize) {
+  if (nodes == 0 || resize == 0 || tasks % nodes != 0) return std::nullopt;
+  return tasks / nodes * resize;
 }
 
 }  // namespace ar

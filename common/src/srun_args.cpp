@@ -33,6 +33,8 @@ constexpr auto kOptions = std::to_array<Entry>({
     {"account", kRequired, 'A', "A"},
     {"acctg-freq", kRequired, 0, "ACCTG_FREQ"},
     {kOptionName, kRequired, 0, "SPANK_AUTO_RESUME"},  // has_arg 1 (spank/plugin.cpp)
+    {kMinNodesOptionName, kRequired, 0, "SPANK_AUTO_RESUME_MIN_NODES"},
+    {kSparesOptionName, kRequired, 0, "SPANK_AUTO_RESUME_SPARES"},
     {"bb", kRequired, 0, "BURST_BUFFER_SPEC"},
     {"bbf", kRequired, 0, "BURST_BUFFER_FILE"},
     {"bcast", kOptional, 0, "BCAST"},

@@ -167,6 +167,11 @@ void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
   std::map<std::string, const std::vector<std::string>*> wanted;
   for (const auto& step : steps) {
     auto& hosts = lists.emplace_back(step_hosts(step));
+    // The job's other nodes (faults() looks at them while the step runs),
+    // as it was when the step registered.
+    if (step.state == StepState::registered)
+      for (auto& host : slurm::expand_hostlist(step.step.nodelist))
+        if (!contains(hosts, host)) hosts.push_back(std::move(host));
     if (step.repair.contains("replacements"))
       for (const auto& host : step.repair["replacements"]) hosts.push_back(host);
     for (const auto& host : hosts) wanted.emplace(host, &hosts);
@@ -295,7 +300,8 @@ std::optional<std::string> Engine::fault_of(const std::string& host, const NodeH
 proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
                            std::vector<std::string>& released) {
   auto found = proto::json::array();
-  for (const auto& host : step_hosts(step)) {
+  const auto hosts = step_hosts(step);
+  for (const auto& host : hosts) {
     std::int64_t instance = 0;
     const auto health = health_of(host, contains(job.hosts, host), nodes, instance);
     if (const auto why = fault_of(host, health))
@@ -303,7 +309,44 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, co
     else if (health.known && !health.in_job)
       released.push_back(host);
   }
+  // While the step runs, the job's other nodes too (spares it holds): Slurm
+  // kills or requeues a job when any of its nodes goes DOWN. Not its batch
+  // host, which cannot leave the job.
+  if (step.state != StepState::registered) return found;
+  for (const auto& host : job.hosts) {
+    if (contains(hosts, host) || (job.batch && host == job.batch_host)) continue;
+    std::int64_t instance = 0;
+    if (const auto why = fault_of(host, health_of(host, true, nodes, instance)))
+      found.push_back({{"node", host}, {"why", *why}, {"instance", instance}});
+  }
   return found;
+}
+
+void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job, const proto::json& failed) {
+  const auto nodes = names(failed, "node");
+  std::vector<std::string> keep;
+  for (const auto& host : job.hosts)
+    if (!contains(nodes, host)) keep.push_back(host);
+  std::vector<std::string> what;
+  std::vector<std::string> notes;
+  for (const auto& f : failed) {
+    const std::string node = f["node"];
+    const std::string why = f["why"];
+    what.push_back(fmt::format("{}: {}", node, why));
+    if (why.starts_with(kCheckFailed)) continue;  // marked by its check already
+    try {
+      slurm_.set_node_fail(node, fmt::format("auto-resume: {} (job {})", why, job.job_id));
+    } catch (const slurm::SlurmError& e) {
+      notes.push_back(e.what());
+    }
+  }
+  slurm_.shrink_job(job.job_id, slurm::compress_hostlist(keep));
+  save(step, EventKind::node_out,
+       fmt::format("{} of job {}, which no step of it runs on, failed ({}): out of the job (now on "
+                   "{}) before Slurm sees it DOWN; step {}.{} runs on{}",
+                   join(nodes, ", "), job.job_id, join(what, ", "), slurm::compress_hostlist(keep),
+                   step.step.job_id, step.step.step_id,
+                   notes.empty() ? "" : " (" + join(notes, ", ") + ")"));
 }
 
 bool Engine::overdue(StoredStep& step) {
@@ -364,6 +407,13 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
     return;
   }
   if (held_back(step, *job, found)) return;  // the guard rails: observe, paused, breaker
+  const auto hosts = step_hosts(step);
+  if (!found.empty() && std::ranges::none_of(found, [&](const proto::json& f) {
+        return contains(hosts, f["node"].get<std::string>());
+      })) {
+    drop_spares(step, *job, found);
+    return;
+  }
   if (!found.empty()) {
     std::vector<std::string> what;
     for (const auto& f : found)

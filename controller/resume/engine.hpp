@@ -96,15 +96,39 @@ class Engine {
   // did): back to `detected` for a node of the job, back to `node_out` for
   // a replacement that never joined it.
   bool no_new_faults(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes);
+  // How a repair gives the step back its nodes.
+  enum class Refill {
+    in_job,   // the job's healthy nodes are enough (spares it holds): no new node
+    shrink,   // fewer, but at least the step's min_nodes: it goes on smaller
+    replace,  // new nodes join the job (an idle node, a spare of the pool)
+    requeue,  // none of these (GRES, or the batch host failed): Slurm's requeue
+  };
+  struct Plan {
+    Refill how = Refill::replace;
+    std::uint32_t step_nodes = 0;  // the relaunched step's nodes (in_job, shrink)
+    std::string why;               // requeue: why the job cannot be repaired in place
+  };
+  // The plan for `step` when `failed` leave `job` (the step's size from
+  // slurmctld, its min_nodes, the job's healthy nodes, GRES, batch host).
+  Plan plan_for(const StoredStep& step, const slurm::JobInfo& job,
+                const std::vector<std::string>& failed);
   // The `detected` phase: the policy's checks; false when the step was
   // decided (give_up, requeued) instead of going on to node_out.
   bool check_policy(StoredStep& step, const slurm::JobInfo& job);
+  // After node_out, a step whose plan needs no new node goes straight to
+  // the relaunch (`expanded`) on the nodes the job has left.
+  void go_on_in_job(StoredStep& step, const slurm::JobInfo& job);
+  // Nodes of the job no step of it runs on (spares it holds) that failed
+  // while the step runs: set FAIL and shrunk out before Slurm sees them
+  // DOWN (which kills or requeues the whole job); the step runs on.
+  void drop_spares(StoredStep& step, const slurm::JobInfo& job, const proto::json& failed);
   // The run's relaunch budget before relaunching `step` (its earlier
   // attempts from the store).
   RelaunchBudget budget_of(const StoredStep& step);
-  // Requeue (GRES, or the batch host failed), or give_up where Slurm cannot.
+  // Requeue (`why`: GRES with no spare left, or the batch host failed), or
+  // give_up where Slurm cannot.
   void requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
-                          const std::vector<std::string>& failed);
+                          const std::vector<std::string>& failed, const std::string& why);
   // What a replacement may be: a node of the job's partition that is not
   // one of the instances that failed this job before.
   struct Candidates {
@@ -141,7 +165,8 @@ class Engine {
   // `failed` back (said as what it would do; a step that ended is decided
   // no_fault). What the repair would mark, and would do, in words.
   bool held_back(StoredStep& step, const slurm::JobInfo& job, const proto::json& failed);
-  static std::vector<std::string> marks_of(const slurm::JobInfo& job, const proto::json& failed);
+  std::vector<std::string> marks_of(const StoredStep& step, const slurm::JobInfo& job,
+                                    const proto::json& failed);
   std::string would_do(const StoredStep& step, const slurm::JobInfo& job,
                        const proto::json& failed);
   // Whether slurmctld no longer lists the old step, `waited` s after the

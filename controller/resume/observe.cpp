@@ -30,11 +30,11 @@ std::string give_up_reason(const StoredStep& step, const slurm::JobInfo& job,
 
 }  // namespace
 
-std::vector<std::string> Engine::marks_of(const slurm::JobInfo& job, const proto::json& failed) {
+std::vector<std::string> Engine::marks_of(const StoredStep& step, const slurm::JobInfo& job,
+                                          const proto::json& failed) {
   // What check_policy and take_out mark: a requeue sets the failed nodes of
   // the job DOWN; a repair sets FAIL those that no check marked already.
-  const bool requeue =
-      job.has_gres || (job.batch && contains(names(failed, "node"), job.batch_host));
+  const bool requeue = plan_for(step, job, names(failed, "node")).how == Refill::requeue;
   std::vector<std::string> out;
   for (const auto& f : failed) {
     const std::string node = f["node"];
@@ -52,10 +52,11 @@ std::string Engine::would_do(const StoredStep& step, const slurm::JobInfo& job,
   for (const auto& f : failed)
     why.push_back(fmt::format("{}: {}", f["node"].get<std::string>(), f["why"].get<std::string>()));
   const auto give_up = give_up_reason(step, job, config_, clock_.unix_now());
-  const auto marks = marks_of(job, failed);
+  const auto marks = marks_of(step, job, failed);
+  const auto plan = plan_for(step, job, nodes);
   const auto the_step = fmt::format("step {}.{}", job.job_id, step.step.step_id);
   std::string what;
-  if (job.has_gres || (job.batch && contains(nodes, job.batch_host))) {
+  if (plan.how == Refill::requeue) {
     what = !give_up.empty() || !job.batch || !job.requeue
                ? fmt::format("cancel {} and give the run up ({})", the_step,
                              give_up.empty() ? "its job cannot be requeued" : give_up)
@@ -65,16 +66,26 @@ std::string Engine::would_do(const StoredStep& step, const slurm::JobInfo& job,
     std::vector<std::string> keep;
     for (const auto& host : job.hosts)
       if (!contains(nodes, host)) keep.push_back(host);
-    what = keep.empty() ? fmt::format("give the run up: every node of job {} failed", job.job_id)
-                        : fmt::format("{}shrink job {} to {}, cancel {} and {}",
-                                      marks.empty() ? "" : "mark " + join(marks, ", ") + " FAIL, ",
-                                      job.job_id, slurm::compress_hostlist(keep), the_step,
-                                      give_up.empty()
-                                          ? fmt::format("relaunch run {} as attempt {} with {} "
-                                                        "replacement node{}",
-                                                        step.step.run_id, step.step.attempt + 1,
-                                                        nodes.size(), nodes.size() == 1 ? "" : "s")
-                                          : "give the run up (" + give_up + ")");
+    const auto with =
+        plan.how == Refill::replace
+            ? fmt::format("with {} replacement node{}", nodes.size(), nodes.size() == 1 ? "" : "s")
+            : fmt::format("on {} of the job's nodes", plan.step_nodes);
+    const auto hosts = step_hosts(step);
+    const bool spares_only =
+        std::ranges::none_of(nodes, [&](const std::string& node) { return contains(hosts, node); });
+    what =
+        keep.empty() ? fmt::format("give the run up: every node of job {} failed", job.job_id)
+        : spares_only
+            ? fmt::format("{}shrink job {} to {} (no step of it runs on {}); {} runs on",
+                          marks.empty() ? "" : "mark " + join(marks, ", ") + " FAIL, ", job.job_id,
+                          slurm::compress_hostlist(keep), join(nodes, ", "), the_step)
+            : fmt::format("{}shrink job {} to {}, cancel {} and {}",
+                          marks.empty() ? "" : "mark " + join(marks, ", ") + " FAIL, ", job.job_id,
+                          slurm::compress_hostlist(keep), the_step,
+                          give_up.empty()
+                              ? fmt::format("relaunch run {} as attempt {} {}", step.step.run_id,
+                                            step.step.attempt + 1, with)
+                              : "give the run up (" + give_up + ")");
   }
   return what + " (" + join(why, ", ") + ")";
 }
@@ -85,7 +96,7 @@ bool Engine::held_back(StoredStep& step, const slurm::JobInfo& job, const proto:
     gate.settle(step);  // the episode, if any, is over
     return false;
   }
-  if (gate.allow(Gate::Counted::mark, marks_of(job, failed))) return false;
+  if (gate.allow(Gate::Counted::mark, marks_of(step, job, failed))) return false;
   const auto what = would_do(step, job, failed);
   gate.would(step, join(names(failed, "node"), ","), what);
   // The step is left alone. Once srun says it ended, it keeps the step's

@@ -27,6 +27,8 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
   if (step.phase == RepairPhase::detected && (!check_policy(step, job) || !take_out(step, job)))
     return;
   if (!no_new_faults(step, job, nodes)) return;
+  if (step.phase == RepairPhase::node_out && step.repair.contains("step_nodes"))
+    go_on_in_job(step, job);
   if (step.phase == RepairPhase::node_out && !replace(step, job, nodes)) return;
   if (step.phase == RepairPhase::replaced && !expand(step, job)) return;
   if (step.phase == RepairPhase::expanded) relaunch(step, job);
@@ -36,7 +38,6 @@ bool Engine::no_new_faults(StoredStep& step, const slurm::JobInfo& job, const No
   auto& repair = step.repair;
   const auto failed = names(repair["failed"], "node");
   const auto chosen = names(repair.value("replacements", proto::json::array()));
-  const auto hosts = step_hosts(step);
   auto found = proto::json::array();
   std::vector<std::string> dropped;  // replacements that failed before they joined the job
   std::vector<std::string> what;
@@ -51,11 +52,11 @@ bool Engine::no_new_faults(StoredStep& step, const slurm::JobInfo& job, const No
     else
       dropped.push_back(host);
   };
-  // The nodes the relaunch would run on: the step's that are still in the
-  // job, and the replacements, merged or not.
+  // The nodes the relaunch may run on: every node still in the job (the
+  // step's, its spares, merged replacements), and the replacements not
+  // merged yet.
   for (const auto& host : job.hosts)
-    if (!contains(failed, host) && (contains(hosts, host) || contains(chosen, host)))
-      look(host, true);
+    if (!contains(failed, host)) look(host, true);
   for (const auto& host : chosen)
     if (!contains(job.hosts, host) && !contains(failed, host)) look(host, false);
   if (found.empty() && dropped.empty()) return true;
@@ -135,6 +136,28 @@ RelaunchBudget Engine::budget_of(const StoredStep& step) {
   return relaunch_budget(attempts, config_.attempt_window, config_.healthy_after);
 }
 
+Engine::Plan Engine::plan_for(const StoredStep& step, const slurm::JobInfo& job,
+                              const std::vector<std::string>& failed) {
+  std::uint32_t healthy = 0;
+  for (const auto& host : job.hosts)
+    if (!contains(failed, host)) ++healthy;
+  const auto hosts = step_hosts(step);
+  const auto size = static_cast<std::uint32_t>(hosts.empty() ? job.hosts.size() : hosts.size());
+  const auto min = step.step.min_nodes;
+  // The batch script runs on the batch host: it cannot leave its job.
+  if (job.batch && contains(failed, job.batch_host))
+    return {Refill::requeue, 0, fmt::format("the batch host {} failed", job.batch_host)};
+  if (healthy >= size) return {Refill::in_job, size, ""};
+  if (min > 0 && healthy >= min) return {Refill::shrink, healthy, ""};
+  if (!job.has_gres) return {Refill::replace, 0, ""};
+  // Slurm shrinks a job holding GRES, but never gives it a node.
+  return {Refill::requeue, 0,
+          fmt::format("job {} holds GRES, which Slurm cannot move to other nodes, and has no "
+                      "spare node left (its {}-node step, {} healthy node{} in the job{})",
+                      job.job_id, size, healthy, healthy == 1 ? "" : "s",
+                      min > 0 ? fmt::format(", --auto-resume-min-nodes={}", min) : "")};
+}
+
 bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
   const auto failed = names(step.repair["failed"], "node");
   const auto budget = budget_of(step);
@@ -157,9 +180,9 @@ bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
                           whole_seconds(config_.min_time_left));
   const bool batch_host_failed = job.batch && contains(failed, job.batch_host);
   if (!give_up.empty()) {
-    // A GRES job's nodes cannot change, nor can a batch host leave its
-    // job; the step still ends, so that srun does not wait for a dead node.
-    if (job.has_gres || batch_host_failed) {
+    // A batch host cannot leave its job; the step still ends, so that srun
+    // does not wait for a dead node.
+    if (batch_host_failed) {
       slurm_.kill_step(job.job_id, step.step.step_id);
       decide(step, Verdict::give_up, give_up);
     } else if (take_out(step, job)) {
@@ -167,20 +190,21 @@ bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
     }
     return false;
   }
-  if (job.has_gres || batch_host_failed) {
-    requeue_or_give_up(step, job, failed);
+  const auto plan = plan_for(step, job, failed);
+  if (plan.how == Refill::requeue) {
+    requeue_or_give_up(step, job, failed, plan.why);
     return false;
   }
+  if (plan.how == Refill::replace)
+    step.repair.erase("step_nodes");
+  else
+    step.repair["step_nodes"] = plan.step_nodes;
   step.repair["streak"] = budget.streak;  // the relaunch's backoff
   return true;
 }
 
 void Engine::requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
-                                const std::vector<std::string>& failed) {
-  const auto why =
-      job.has_gres
-          ? fmt::format("job {} holds GRES, which Slurm cannot move to other nodes", job.job_id)
-          : fmt::format("the batch host {} failed", job.batch_host);
+                                const std::vector<std::string>& failed, const std::string& why) {
   if (!job.batch || !job.requeue) {
     slurm_.kill_step(job.job_id, step.step.step_id);
     decide(step, Verdict::give_up,
@@ -196,6 +220,25 @@ void Engine::requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
       slurm_.set_node_down(node, fmt::format("auto-resume: failed under job {}", job.job_id));
   decide(step, Verdict::requeued,
          why + fmt::format(": job {} was requeued and restarts from its batch script", job.job_id));
+}
+
+void Engine::go_on_in_job(StoredStep& step, const slurm::JobInfo& job) {
+  // `job` is as the tick read it, before take_out shrank it.
+  const auto failed = names(step.repair["failed"], "node");
+  std::vector<std::string> keep;
+  for (const auto& host : job.hosts)
+    if (!contains(failed, host)) keep.push_back(host);
+  const std::uint32_t size = step.repair["step_nodes"];
+  step.phase = RepairPhase::expanded;
+  put_stamp(step.repair, "expanded", clock_.stamp());
+  save(step, EventKind::expanded,
+       fmt::format("job {} goes on without a new node: the step runs again on {} of its {} "
+                   "healthy nodes ({}){}",
+                   job.job_id, size, keep.size(), slurm::compress_hostlist(keep),
+                   size < step_hosts(step).size()
+                       ? fmt::format(", {} fewer than before (--auto-resume-min-nodes={})",
+                                     step_hosts(step).size() - size, step.step.min_nodes)
+                       : ""));
 }
 
 bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
@@ -444,6 +487,8 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
   // Last: it asks slurmctld about each node of the job.
   if (!nodes_registered(step, job)) return;
   step.repair["relaunch"] = {{"nodelist", job.nodes}, {"num_nodes", job.hosts.size()}};
+  if (step.repair.contains("step_nodes"))
+    step.repair["relaunch"]["step_nodes"] = step.repair["step_nodes"];
   decide(
       step, Verdict::relaunch,
       fmt::format("relaunching run {} as attempt {} on {}{}", step.step.run_id, next, job.nodes,

@@ -289,7 +289,8 @@ namespace {
 // The nodes the resume engine relaunches the step on, as it stored them.
 proto::VerdictReply::Relaunch relaunch_plan(const StoredStep& step) {
   const auto plan = step.repair.value("relaunch", json::object());
-  return {plan.value("nodelist", std::string()), plan.value("num_nodes", 0U)};
+  return {plan.value("nodelist", std::string()), plan.value("num_nodes", 0U),
+          plan.value("step_nodes", 0U)};
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Where Slurm cannot repair a job in place, auto-resume requeues it: the
 # batch host itself killed (the batch script dies with it), and a job holding
-# GRES (Slurm refuses to change its nodes). Both restart from their batch
+# GRES (Slurm refuses to give it nodes) with no spare node left
+# (test/integration/gres_spares.sh has the jobs that have one). Both restart from their batch
 # script and complete from their checkpoint, SLURM_RESTART_COUNT=1. A GRES
 # job submitted with --no-requeue is not requeued: its step ends and srun
 # exits 75 (give_up) with a clear message, and the batch script goes on; the
@@ -73,11 +74,11 @@ assert_eq "$(job_field JobState)" COMPLETED "the GRES job's state"
 assert_eq "$(job_field Restarts)" 1 "the GRES job's restart count"
 assert_contains gres.out "^0: attempt=0 restarts=1 .* start=([5-9]|[1-3][0-9])$" "the GRES job's second run"
 "$AR_CLI" events >events.txt
-assert_contains events.txt "job $job [^ ]+ requeued: job $job holds GRES, which Slurm cannot move to other nodes: job $job was requeued" "the controller's events"
+assert_contains events.txt "job $job [^ ]+ requeued: job $job holds GRES, which Slurm cannot move to other nodes, and has no spare node left \(its 2-node step, 1 healthy node in the job\): job $job was requeued" "the controller's events"
 
 # 3. The same with --no-requeue: not requeued, and srun says why.
 give_up_case norequeue.out --gres=gpu:1 --no-requeue
-assert_contains norequeue.out "auto_resume: step $job\.0 \(run $job\.0-[0-9a-f]{8}, attempt 0\): give_up: job $job holds GRES, which Slurm cannot move to other nodes; the job was submitted with --no-requeue" "srun's message"
+assert_contains norequeue.out "auto_resume: step $job\.0 \(run $job\.0-[0-9a-f]{8}, attempt 0\): give_up: job $job holds GRES, which Slurm cannot move to other nodes, and has no spare node left \(its 2-node step, 1 healthy node in the job\); the job was submitted with --no-requeue" "srun's message"
 assert_eq "$(job_field Restarts)" 0 "the --no-requeue job's restart count"
 
 # 4. Too little of the time limit left for a relaunch (min_time_left's

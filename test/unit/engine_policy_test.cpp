@@ -63,7 +63,9 @@ TEST_CASE("the batch host failing requeues the job and sets its node DOWN", "[en
   CHECK_FALSE(rig.slurm.updated("shrink"));
 }
 
-TEST_CASE("a GRES job is requeued and with --no-requeue or under salloc it gives up", "[engine]") {
+TEST_CASE(
+    "a GRES job with no spare left is requeued and with --no-requeue or under salloc it gives up",
+    "[engine]") {
   Rig rig;
   rig.protect();
   auto& job = rig.slurm.jobs.at(10);
@@ -72,8 +74,10 @@ TEST_CASE("a GRES job is requeued and with --no-requeue or under salloc it gives
     rig.slurm.nodes["node3"].down = true;
     rig.engine->tick();
     CHECK(rig.step().verdict == Verdict::requeued);
-    CHECK(rig.step().message.starts_with(
-        "job 10 holds GRES, which Slurm cannot move to other nodes: job 10 was requeued"));
+    CHECK(rig.step().message ==
+          "job 10 holds GRES, which Slurm cannot move to other nodes, and has no spare node left "
+          "(its 4-node step, 3 healthy nodes in the job): job 10 was requeued and restarts from "
+          "its batch script");
     CHECK(rig.slurm.updated("down node3"));
   }
   SECTION("--no-requeue") {

@@ -24,3 +24,27 @@ TEST_CASE("the option's help text starts with the plugin's tag", "[option]") {
   CHECK(std::string_view(ar::kOptionUsage).starts_with("[auto_resume]"));
   CHECK(std::string_view(ar::kOptionName) == "auto-resume");
 }
+
+TEST_CASE("--auto-resume-spares and --auto-resume-min-nodes take a node count", "[option]") {
+  CHECK(ar::parse_node_count(ar::kSparesOptionName, "0") == 0);
+  CHECK(ar::parse_node_count(ar::kSparesOptionName, "2") == 2);
+  CHECK(ar::parse_node_count(ar::kMinNodesOptionName, "1000000") == 1'000'000);
+  for (const auto* bad : {"", "-1", "1.5", "two", "1000001", "99999999999999999999", " 2", "2k"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(ar::parse_node_count(ar::kSparesOptionName, bad),
+                      Contains("--auto-resume-spares") &&
+                          Contains(*bad ? std::string("'") + bad + "'" : "requires a value"));
+  }
+  CHECK_THROWS_WITH(ar::parse_node_count(ar::kMinNodesOptionName, nullptr),
+                    Contains("--auto-resume-min-nodes requires a value"));
+  CHECK(std::string_view(ar::kSparesUsage).starts_with("[auto_resume]"));
+  CHECK(std::string_view(ar::kMinNodesUsage).starts_with("[auto_resume]"));
+}
+
+TEST_CASE("a job's spares leave its sruns the other nodes, never none", "[option]") {
+  CHECK(ar::nodes_without_spares(5, 1) == 4U);
+  CHECK(ar::nodes_without_spares(5, 4) == 1U);
+  CHECK_FALSE(ar::nodes_without_spares(5, 5));
+  CHECK_FALSE(ar::nodes_without_spares(2, 7));
+  CHECK_FALSE(ar::nodes_without_spares(5, 0));
+}

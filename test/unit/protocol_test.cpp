@@ -136,6 +136,14 @@ TEST_CASE("each request names its op and goes over the wire as it did", "[protoc
                  R"({"argv":["srun","--auto-resume=1","train.sh"],"attempt":0,"cwd":"/home/u",)"
                  R"("job_id":12,"nodelist":"node[1-4]","run_id":"12.0-abc","step_id":0})");
   CHECK(step.argv.size() == 3);
+  CHECK(step.min_nodes == 0);  // left out when 0
+  auto smaller = proto::RegisterRequest::from_json(valid_step());
+  smaller.min_nodes = 3;
+  CHECK(round_trip(smaller,
+                   R"({"argv":["srun","--auto-resume=1","train.sh"],"attempt":0,"cwd":"/home/u",)"
+                   R"("job_id":12,"min_nodes":3,"nodelist":"node[1-4]","run_id":"12.0-abc",)"
+                   R"("step_id":0})")
+            .min_nodes == 3);
   CHECK(round_trip(proto::StatusRequest{}, "{}").job_id == std::nullopt);
   CHECK(round_trip(proto::StatusRequest{12, {}, {}}, R"({"job_id":12})").job_id == 12U);
   CHECK(round_trip(proto::StatusRequest{{}, 5, 40}, R"({"before":40,"limit":5})").before == 40);
@@ -231,7 +239,9 @@ TEST_CASE("a step registration names the field it finds wrong", "[protocol]") {
        {"cwd", false, "field 'cwd' must be a string"},
        {"cwd", std::nullopt, missing("cwd")},
        {"cwd", std::string(4097, 'c'), "field 'cwd' is longer than 4096 bytes"},
-       {"nodelist", json::object(), "field 'nodelist' must be a string"}});
+       {"nodelist", json::object(), "field 'nodelist' must be a string"},
+       {"min_nodes", -2, not_u32("min_nodes", "-2")},
+       {"min_nodes", "2", not_u32("min_nodes", "\"2\"")}});
   // The limits themselves are accepted.
   CHECK_NOTHROW(
       proto::RegisterRequest::from_json(with(valid_step(), "run_id", std::string(128, 'r'))));
@@ -354,7 +364,12 @@ TEST_CASE("each reply goes over the wire as it did and parses back", "[protocol]
                R"("num_nodes":4},"run_id":"r","verdict":"relaunch"})");
   REQUIRE(relaunch.relaunch);
   CHECK(relaunch.relaunch->num_nodes == 4);
+  CHECK(relaunch.relaunch->step_nodes == 0);  // left out when 0
   CHECK(relaunch.verdict == ar::Verdict::relaunch);
+  proto::VerdictReply resized{"r", 0, ar::Verdict::relaunch, "", {{"node[1-2,4-5]", 4, 3}}};
+  CHECK(round_trip(resized, R"({"attempt":0,"message":"","relaunch":{"nodelist":"node[1-2,4-5]",)"
+                            R"("num_nodes":4,"step_nodes":3},"run_id":"r","verdict":"relaunch"})")
+            .relaunch->step_nodes == 3);
   const auto waiting =
       round_trip(proto::VerdictReply{"r", 3, ar::Verdict::wait, "checking the step's nodes", {}},
                  R"({"attempt":3,"message":"checking the step's nodes","run_id":"r",)"

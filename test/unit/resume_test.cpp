@@ -251,3 +251,37 @@ TEST_CASE("relaunch budget: an attempt that ran healthy resets the count and the
   CHECK(budget.in_window == 3);
   CHECK(budget.streak == 4);
 }
+
+TEST_CASE("a relaunch the controller resizes runs on --nodes of its count, in place of -N",
+          "[resume]") {
+  using V = std::vector<std::string>;
+  // In-job spares or --auto-resume-min-nodes: the step's count from the
+  // controller takes the place of the user's -N.
+  CHECK(ar::relaunch_argv({"srun", "-N4", "-n", "8", "python", "train.py"}, 4, 4) ==
+        V{"srun", "--open-mode=append", "--overlap", "--nodes=4", "-n", "8", "python", "train.py"});
+  CHECK(ar::relaunch_argv({"srun", "--nodes", "4", "-w", "node[1-4]", "x", "-N9"}, 4, 4) ==
+        V{"srun", "--open-mode=append", "--overlap", "--nodes=4", "x", "-N9"});
+  CHECK(ar::relaunch_argv({"srun", "x"}, 5, 4) ==
+        V{"srun", "--open-mode=append", "--overlap", "--nodes=4", "x"});
+  // Relaunched again: one --nodes, the new count.
+  CHECK(ar::relaunch_argv({"srun", "--open-mode=append", "--overlap", "--nodes=3", "x"}, 3, 2) ==
+        V{"srun", "--open-mode=append", "--nodes=2", "--overlap", "x"});
+  CHECK(ar::dropped_node_options({"srun", "-N4", "-w", "n1", "x"}, 3) == V{"-N 4", "-w n1"});
+  CHECK(ar::dropped_node_options({"srun", "--nodes=4", "x"}, 3) == V{"--nodes=4"});
+}
+
+TEST_CASE("a step relaunched on fewer nodes keeps its tasks per node, not its -n", "[resume]") {
+  using V = std::vector<std::string>;
+  CHECK(ar::relaunch_argv({"srun", "-N4", "-n", "8", "x"}, 4, 3) ==
+        V{"srun", "--open-mode=append", "--overlap", "--nodes=3", "x"});
+  CHECK(ar::relaunch_argv({"srun", "--ntasks=8", "--ntasks-per-node=2", "x"}, 4, 3) ==
+        V{"srun", "--open-mode=append", "--overlap", "--nodes=3", "--ntasks-per-node=2", "x"});
+  CHECK(ar::dropped_node_options({"srun", "-N4", "-n", "8", "x"}, 3, 4) == V{"-N 4", "-n 8"});
+  // The same size (spares): -n stays.
+  CHECK(ar::dropped_node_options({"srun", "-N4", "-n", "8", "x"}, 4, 4) == V{"-N 4"});
+  CHECK(ar::resized_tasks(8, 4, 3) == 6U);
+  CHECK(ar::resized_tasks(3, 3, 2) == 2U);
+  CHECK_FALSE(ar::resized_tasks(7, 4, 3));  // not spread evenly: srun's defaults
+  CHECK_FALSE(ar::resized_tasks(8, 0, 3));
+  CHECK_FALSE(ar::resized_tasks(8, 4, 0));
+}

@@ -139,6 +139,20 @@ TEST_CASE("a database of the first schema gains the resume columns", "[store]") 
   REQUIRE(old);
   CHECK(old->verdict == ar::Verdict::none);
   CHECK(old->repair == ar::proto::json::object());
+  CHECK(old->step.min_nodes == 0);  // schema 7's column, for an old row
+}
+
+TEST_CASE("a step's min_nodes is kept", "[store]") {
+  TempDir dir;
+  auto with_min = step(8, "8.0-a", 0);
+  with_min.min_nodes = 3;
+  {
+    ar::Store store(dir.path);
+    REQUIRE(store.register_step(with_min, 1000) == ar::Store::Insert::created);
+  }
+  ar::Store store(dir.path);
+  CHECK(store.find("8.0-a", 0).value().step.min_nodes == 3);
+  CHECK(store.active_steps().at(0).step.min_nodes == 3);
 }
 
 TEST_CASE("narrow writes never overwrite a repair or a verdict", "[store]") {

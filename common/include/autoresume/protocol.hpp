@@ -158,6 +158,10 @@ struct StepRegistration {
   std::vector<std::string> argv;
   std::string cwd;
   std::string nodelist;
+  // --auto-resume-min-nodes: after a fault the step may go on, smaller, on
+  // the job's healthy nodes while at least this many are left (0: it keeps
+  // its size). Left out of the JSON when 0.
+  std::uint32_t min_nodes = 0;
 
   json to_json() const;
   static StepRegistration from_json(const json& body);
@@ -253,6 +257,9 @@ struct VerdictReply {
   struct Relaunch {
     std::string nodelist;  // the repaired allocation, in Slurm's hostlist form
     std::uint32_t num_nodes = 0;
+    // The nodes the relaunched step runs on (srun's --nodes, in place of
+    // the one it was given); 0, left out of the JSON: as many as before.
+    std::uint32_t step_nodes = 0;
 
     json to_json() const;
     static Relaunch from_json(const json& item);

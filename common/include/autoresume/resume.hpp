@@ -119,14 +119,29 @@ struct RelaunchMarker {
 // may be its replacement), and --nodes=`step_nodes` (the nodes the step ran
 // on; 0: unknown) takes their place unless -N/--nodes was given, so that
 // the step keeps its size and does not spread over the whole allocation.
-// -N and -n stay as given: the repair gives the job back as many nodes as
-// it had. Only srun's own options are read (parse_srun_argv), never the
+// -N and -n stay as given: the repair gives the step back as many nodes as
+// it had, unless the controller says how many it runs on (`resize`, the
+// verdict's step_nodes: the step went on on fewer nodes, or on some of the
+// job's spares). Then --nodes=`resize` takes the place of -N/--nodes as
+// well. Only srun's own options are read (parse_srun_argv), never the
 // program's arguments.
+// A step on fewer nodes than before (`resize` below `step_nodes`) loses
+// -n/--ntasks as well: its tasks follow from the nodes (resized_tasks).
 std::vector<std::string> relaunch_argv(const std::vector<std::string>& argv,
-                                       std::uint32_t step_nodes);
+                                       std::uint32_t step_nodes, std::uint32_t resize = 0);
 
-// The node options relaunch_argv drops from `argv`, each as one word for a
-// message ("-w node[1-2]", "--exclude=node3"); none when there are none.
-std::vector<std::string> dropped_node_options(const std::vector<std::string>& argv);
+// The node options relaunch_argv drops from `argv` (with `resize`, -N
+// too, and -n when the step shrinks), each as one word for a message
+// ("-w node[1-2]", "--exclude=node3"); none when there are none.
+std::vector<std::string> dropped_node_options(const std::vector<std::string>& argv,
+                                              std::uint32_t resize = 0,
+                                              std::uint32_t step_nodes = 0);
+
+// The task count of a step of `tasks` tasks on `nodes` nodes, relaunched on
+// `resize` nodes: as many per node as before when they were spread evenly;
+// nothing when they were not (srun then places them by its own defaults,
+// one per node or --ntasks-per-node).
+std::optional<std::uint32_t> resized_tasks(std::uint32_t tasks, std::uint32_t nodes,
+                                           std::uint32_t resize);
 
 }  // namespace ar
