@@ -10,12 +10,20 @@
 #    leaves the job before Slurm sees it DOWN (which would requeue the whole
 #    job); the step runs on untouched.
 # 3. --auto-resume-min-nodes=2: a 3-node step loses a node and goes on on 2.
+# 4. examples/cli_filter.lua gives a job asking for spares --no-kill: Slurm
+#    itself then drops a dead node instead of requeueing the job.
 # cred_expire 5 and a scheduler pass every second keep the fallback's
 # requeue short.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-cluster_up --nodes 8 --gpus 1 --cred-expire 5 --conf-line 'SchedulerParameters=sched_interval=1'
+cluster_up --nodes 8 --gpus 1 --cred-expire 5 --conf-line 'SchedulerParameters=sched_interval=1' \
+  --conf-line 'CliFilterPlugins=cli_filter/lua'
+# sbatch and salloc read it beside the slurm.conf they use (lib.sh: a
+# sanitizer build's clients use CLUSTER/client/).
+for conf_dir in "$CLUSTER/etc" "$CLUSTER/client"; do
+  [[ ! -d $conf_dir ]] || cp "$(dirname "$0")/../../examples/cli_filter.lua" "$conf_dir/cli_filter.lua"
+done
 CONTROLLER_CONF='end_window=1' controller_up
 cd "$WORK" || exit
 make_training_step
@@ -113,4 +121,22 @@ assert_eq "$(tasks_of 1 min.step)" 2 "tasks of the relaunch"
 assert_contains min.step "done at step 60$" "the step"
 "$AR_CLI" events >events.txt
 assert_contains events.txt "1 fewer than before \(--auto-resume-min-nodes=2\)" "the controller's events"
+
+# 4. A job with spares and no protected step (the controller does not
+# watch it): its worker killed, Slurm marks it DOWN and, the job having
+# --no-kill from the cli_filter, drops it from the job instead of
+# requeueing the job.
+job=$(sbatch --parsable -N2 --auto-resume-spares=1 -o nokill.out --wrap 'sleep 300')
+wait_until 30 "the job to run" bash -c "[[ \$(scontrol -o show job $job) == *' JobState=RUNNING '* ]]"
+worker=$(scontrol show hostnames "$(job_field NodeList)" | grep -vx "$(job_field BatchHost)")
+"$CLUSTER_CMD" kill-node "$CLUSTER" "$worker" >/dev/null
+wait_until 60 "Slurm to mark $worker DOWN" bash -c "[[ \$(sinfo -h -n $worker -N -o '%T') == down* ]]"
+assert_eq "$(job_field JobState)" RUNNING "the --no-kill job's state after $worker went DOWN"
+assert_eq "$(job_field NodeList)" "$(job_field BatchHost)" "the --no-kill job's nodes"
+assert_eq "$(job_field Restarts)" 0 "the --no-kill job's restarts"
+scancel "$job"
+# Slurm 22.05 shifts a shrunk job's GRES arrays under its running steps; a
+# step record that ends afterwards may be counted against the wrong node
+# (slurmctld logs an underflow). Said, not asserted: Slurm's bookkeeping.
+note "slurmctld's GRES underflow lines: $(grep -c underflow "$CLUSTER/log/slurmctld.log" || true)"
 note "ok"
