@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
     ar::Engine engine(store, config, keeper, slurm, clock, prober);
     ar::Service service(
         store, slurm, clock, [&engine] { engine.wake(); }, &keeper, &config);
+    engine.share_exit_reports(&service.exit_reports());
     ar::net::asio::io_context io;
     ar::net::asio::thread_pool workers(4);
     ar::MungeDaemon munge(config.munge_socket);

@@ -47,5 +47,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   parse_as<ReplaceReply>(reply.result, "replace");
   parse_as<NodesReply>(reply.result, "nodes");
   parse_as<GuardReply>(reply.result, "pause");
+  parse_as<TasksExitedReply>(reply.result, "tasks_exited");
   return 0;
 }

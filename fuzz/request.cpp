@@ -62,6 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   parse_as<PauseRequest>(request.id, request.body);
   parse_as<UnpauseRequest>(request.id, request.body);
   parse_as<ResumeActionsRequest>(request.id, request.body);
+  parse_as<TasksExitedRequest>(request.id, request.body);
   check_reply(ok_reply(request.id, json::object()));
   check_reply(error_reply(request.id, code::kBadRequest, "unknown op '" + request.op + "'"));
   (void)make_request(request.id, request.op, std::move(request.body));

@@ -148,6 +148,13 @@ AR_EXPORT int slurm_spank_task_init(spank_t sp, int, char**) {
   });
 }
 
+AR_EXPORT int slurm_spank_task_exit(spank_t sp, int, char**) {
+  // Whatever becomes of the report, the task's end is not a failure.
+  if (spank_context() == S_CTX_REMOTE)
+    guarded("slurm_spank_task_exit", [&]() -> int { return remote_task_exit(sp); });
+  return ESPANK_SUCCESS;
+}
+
 AR_EXPORT int slurm_spank_exit(spank_t, int, char**) {
   return guarded("slurm_spank_exit", [&]() -> int {
     return spank_context() == S_CTX_LOCAL ? local_exit() : ESPANK_SUCCESS;

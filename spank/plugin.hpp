@@ -79,6 +79,9 @@ int local_exit();
 // slurmstepd (remote context): stops a task before its program starts
 // when its step asked for auto-resume and cannot have it (task_refusal).
 int remote_task_init(spank_t sp);
+// slurmstepd: once the node's last task of a protected step exited, tells
+// the controller whether all its tasks exited 0 (tasks_exited); never fails.
+int remote_task_exit(spank_t sp);
 
 // Asks the controller for the step's verdict every second while it runs, so
 // that a relaunch decided during the step (srun may wait a long time for a

@@ -649,4 +649,41 @@ GuardReply GuardReply::from_json(const json& result) {
           nested<GuardState>(required(body, "controller"), "controller")};
 }
 
+// tasks_exited
+
+json TasksExitedRequest::to_json() const {
+  json body{{"job_id", job_id},   {"step_id", step_id}, {"node", node},
+            {"node_id", node_id}, {"tasks", tasks},     {"failed", failed}};
+  if (!run_id.empty()) body["run_id"] = run_id;
+  if (attempt) body["attempt"] = *attempt;
+  return body;
+}
+
+TasksExitedRequest TasksExitedRequest::from_json(const json& body) {
+  TasksExitedRequest request;
+  request.job_id = get_u32(body, "job_id");
+  request.step_id = get_u32(body, "step_id");
+  if (body.contains("run_id")) {
+    request.run_id = get_string(body, "run_id", kMaxRunIdBytes);
+    if (request.run_id.empty()) bad(named("run_id") + " must not be empty");
+  }
+  if (body.contains("attempt")) request.attempt = get_u32(body, "attempt");
+  request.node = get_node_name(body, "node");
+  request.node_id = get_u32(body, "node_id");
+  request.tasks = get_u32(body, "tasks");
+  if (request.tasks == 0) bad(named("tasks") + " must be at least 1, got 0");
+  request.failed = get_u32(body, "failed");
+  if (request.failed > request.tasks)
+    bad(named("failed") + ": " + std::to_string(request.failed) + " is more than the " +
+        std::to_string(request.tasks) + " tasks");
+  return request;
+}
+
+json TasksExitedReply::to_json() const { return {{"counted", counted}, {"message", message}}; }
+
+TasksExitedReply TasksExitedReply::from_json(const json& result) {
+  const auto& body = result_object(result);
+  return {get_bool(body, "counted"), get_string(body, "message", kMaxTextBytes)};
+}
+
 }  // namespace ar::proto

@@ -481,6 +481,7 @@ void Engine::decide(StoredStep& step, Verdict verdict, const std::string& messag
   step.verdict = verdict;
   step.message = message;
   save(step, event_of(verdict), message);
+  if (exit_reports_ != nullptr) exit_reports_->forget(key(step));
 }
 
 void Engine::save(StoredStep& step, EventKind kind, const std::string& detail) {

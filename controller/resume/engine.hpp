@@ -30,6 +30,7 @@
 #include "autoresume/resume.hpp"
 #include "nodes/node_keeper.hpp"
 #include "nodes/probe.hpp"
+#include "resume/exit_reports.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
 
@@ -53,6 +54,9 @@ class Engine {
   // One look at every protected step and the nodes (the thread's loop; tests
   // call it directly instead of starting the thread).
   void tick();
+  // The step daemons' reports (the server's): a step's are forgotten once
+  // the engine decides it.
+  void share_exit_reports(ExitReports* reports) { exit_reports_ = reports; }
 
  private:
   using Steady = Clock::Steady;
@@ -209,6 +213,8 @@ class Engine {
   std::set<std::string> said_old_step_;
   // Steps whose relaunch waits for nodes to register, said once.
   std::set<std::string> said_unregistered_;
+
+  ExitReports* exit_reports_ = nullptr;
 
   std::thread thread_;
   std::mutex mutex_;

@@ -7,6 +7,7 @@
 
 #include "autoresume/text.hpp"
 #include "autoresume/version.hpp"
+#include "hostlist.hpp"
 #include "log.hpp"
 #include "resume/deadline.hpp"
 
@@ -74,6 +75,13 @@ json Service::dispatch(const proto::Request& request, uid_t caller, const std::s
   if (op == VerdictRequest::kOp)
     return do_verdict(VerdictRequest::from_json(body), caller).to_json();
   if (op == CancelRequest::kOp) return do_cancel(CancelRequest::from_json(body), caller).to_json();
+  // Who may report comes before what was reported.
+  if (op == TasksExitedRequest::kOp) {
+    if (!privileged(caller))
+      refuse(caller, fmt::format("{} is for root and SlurmUser (the step daemons), not uid {}",
+                                 TasksExitedRequest::kOp, caller));
+    return do_tasks_exited(TasksExitedRequest::from_json(body), caller).to_json();
+  }
   // The node ops: who may ask comes before what was asked.
   if (op == HeartbeatRequest::kOp)
     return do_heartbeat(node_op(HeartbeatRequest::kOp, caller), HeartbeatRequest::from_json(body),
@@ -89,7 +97,8 @@ json Service::dispatch(const proto::Request& request, uid_t caller, const std::s
   throw ProtocolError(code::kBadRequest,
                       "unknown op '" + op +
                           "' (known: hello, register, status, events, verdict, cancel, "
-                          "heartbeat, replace, nodes, pause, unpause, resume_actions)");
+                          "tasks_exited, heartbeat, replace, nodes, pause, unpause, "
+                          "resume_actions)");
 }
 
 proto::HelloReply Service::do_hello(const proto::HelloRequest&, uid_t caller) {
@@ -297,15 +306,15 @@ proto::VerdictReply::Relaunch relaunch_plan(const StoredStep& step) {
 
 proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, uid_t caller) {
   auto step = owned_step(request.run_id, request.attempt, caller);
+  bool marked = false;
   if (request.ended && step.state == StepState::registered) {
     const auto now = clock_.stamp();
     try {
-      if (store_.mark_ended(
-              step, now,
-              EventSpec{EventKind::ended,
-                        fmt::format("srun says step {}.{} attempt {} ended", step.step.job_id,
-                                    step.step.step_id, step.step.attempt)}))
-        wake_();
+      marked = store_.mark_ended(
+          step, now,
+          EventSpec{EventKind::ended,
+                    fmt::format("srun says step {}.{} attempt {} ended", step.step.job_id,
+                                step.step.step_id, step.step.attempt)});
       step = store_.find(step.step.run_id, step.step.attempt).value();
     } catch (const std::exception& e) {
       // The store cannot take the end (its disk full): the step's deadline
@@ -314,6 +323,9 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
       step.set_ended(unstored_end(step, now, e.what()));
     }
   }
+  // Every node said its tasks exited 0: no_fault now, without end_window;
+  // else the engine looks for a node at fault.
+  if (request.ended && step.state == StepState::ended && !decide_clean_end(step) && marked) wake_();
   proto::VerdictReply reply;
   reply.run_id = step.step.run_id;
   reply.attempt = step.step.attempt;
@@ -336,6 +348,7 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
     wake_();
   }
   if (step.state == StepState::decided) {
+    exit_reports_.forget(fmt::format("{}#{}", step.step.run_id, step.step.attempt));
     reply.verdict = step.verdict;
     reply.message = step.message;
     if (step.verdict == Verdict::relaunch) reply.relaunch = relaunch_plan(step);
@@ -389,7 +402,87 @@ proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t
     wake_();
   }
   step = store_.find(step.step.run_id, step.step.attempt).value();
+  exit_reports_.forget(fmt::format("{}#{}", step.step.run_id, step.step.attempt));
   return {step.step.run_id, step.step.attempt, step.verdict, step.message};
+}
+
+namespace {
+
+std::string step_key(const StoredStep& step) {
+  return fmt::format("{}#{}", step.step.run_id, step.step.attempt);
+}
+
+// The step's nodes as slurmctld listed them when it was registered; none
+// if that list cannot be read (then no report completes it).
+std::vector<std::string> hosts_of(const StoredStep& step) {
+  try {
+    return slurm::expand_hostlist(step.step.nodelist);
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+}  // namespace
+
+std::optional<StoredStep> Service::reported_step(const proto::TasksExitedRequest& report) {
+  for (auto& step : store_.job_steps(report.job_id)) {
+    if (step.step.step_id != report.step_id ||
+        (step.state != StepState::registered && step.state != StepState::ended))
+      continue;
+    if (!report.run_id.empty() && step.step.run_id != report.run_id) continue;
+    if (report.attempt && step.step.attempt != *report.attempt) continue;
+    return std::move(step);
+  }
+  return std::nullopt;
+}
+
+proto::TasksExitedReply Service::do_tasks_exited(const proto::TasksExitedRequest& report,
+                                                 uid_t /*caller: privileged*/) {
+  const auto what = fmt::format("step {}.{}", report.job_id, report.step_id);
+  auto step = reported_step(report);
+  if (!step)
+    return {false,
+            fmt::format("no protected {}{} is running or waiting for its verdict: "
+                        "nothing to count",
+                        what, report.run_id.empty() ? "" : " of run '" + report.run_id + "'")};
+  // The name comes from the step's environment, which its user may set;
+  // the node's index in the step comes from Slurm: both must agree with
+  // slurmctld's list of the step's nodes.
+  const auto hosts = hosts_of(*step);
+  if (report.node_id >= hosts.size() || hosts[report.node_id] != report.node)
+    return {false, fmt::format("{} is not node {} of {} ({}): not counted", report.node,
+                               report.node_id, what, shortened(step->step.nodelist, 256))};
+  const auto tasks = fmt::format("{} of {}: {} task{}, {} with a status other than 0", report.node,
+                                 what, report.tasks, report.tasks == 1 ? "" : "s", report.failed);
+  if (exit_reports_.add(step_key(*step), report.node, report.clean(), hosts) &&
+      step->state == StepState::ended && decide_clean_end(*step))
+    return {true, tasks + "; every node reported: no_fault"};
+  return {true, tasks};
+}
+
+bool Service::decide_clean_end(StoredStep& step) {
+  const auto k = step_key(step);
+  const auto hosts = hosts_of(step);
+  if (!exit_reports_.all_clean(k, hosts)) return false;
+  const auto message = fmt::format(
+      "every node of step {}.{} ({}) reported its tasks exited 0; srun keeps the "
+      "step's own exit status",
+      step.step.job_id, step.step.step_id,
+      hosts.size() == 1 ? std::string("1 node") : fmt::format("{} nodes", hosts.size()));
+  try {
+    const bool decided = store_.no_fault_if_ended(step, message);
+    step = store_.find(step.step.run_id, step.step.attempt).value();
+    if (!decided) return false;
+  } catch (const std::exception& e) {
+    // The engine decides after end_window as without the reports.
+    if (first_store_failure(step, "no_fault"))
+      log::warn("step {}: cannot store its no_fault (it waits end_window): {}", k, e.what());
+    return false;
+  }
+  exit_reports_.forget(k);
+  log::audit({step.uid, "register", step.step.run_id}, name_of(EventKind::no_fault),
+             fmt::format("job {}: {}", step.step.job_id, message));
+  return true;
 }
 
 }  // namespace ar

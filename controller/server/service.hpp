@@ -15,6 +15,7 @@
 #include "autoresume/clock.hpp"
 #include "autoresume/protocol.hpp"
 #include "nodes/node_keeper.hpp"
+#include "resume/exit_reports.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
 
@@ -38,6 +39,9 @@ class Service {
   std::string handle(const proto::Request& request, uid_t caller, const std::string& peer = {});
   // root, and SlurmUser once slurmctld has told who that is.
   bool privileged(uid_t caller);
+  // The step daemons' reports of their tasks' exit (tasks_exited): the
+  // engine forgets a step's once it decides it.
+  ExitReports& exit_reports() { return exit_reports_; }
 
  private:
   // Throws forbidden with `message`; unavailable while slurmctld cannot say
@@ -51,6 +55,15 @@ class Service {
   proto::EventsReply do_events(const proto::EventsRequest& request, uid_t caller);
   proto::VerdictReply do_verdict(const proto::VerdictRequest& request, uid_t caller);
   proto::CancelReply do_cancel(const proto::CancelRequest& request, uid_t caller);
+  // A step daemon's report that its node's tasks exited (exit_reports.cpp
+  // of the server: do_tasks_exited and what it shares with do_verdict).
+  proto::TasksExitedReply do_tasks_exited(const proto::TasksExitedRequest& report, uid_t caller);
+  // The registered or ended step a report is about, if any.
+  std::optional<StoredStep> reported_step(const proto::TasksExitedRequest& report);
+  // An ended step every node of which reported all its tasks exited 0 is
+  // decided no_fault now (`step` reread); false if it is not (or was
+  // decided meanwhile by someone else: `step` reread as well).
+  bool decide_clean_end(StoredStep& step);
   // The node ops get the keeper once node_op let the caller in.
   proto::HeartbeatReply do_heartbeat(NodeKeeper& keeper, const proto::HeartbeatRequest& request,
                                      const std::string& peer);
@@ -83,6 +96,7 @@ class Service {
   std::map<std::string, Stamp> unstored_ends_;
   std::set<std::string> store_failures_;
   std::string lookup_error_;  // why slurmctld could not say who SlurmUser is
+  ExitReports exit_reports_;  // locks itself
 };
 
 }  // namespace ar

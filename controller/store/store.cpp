@@ -405,6 +405,23 @@ bool Store::cancel(const StoredStep& step, const std::string& message) {
   });
 }
 
+bool Store::no_fault_if_ended(const StoredStep& step, const std::string& message) {
+  std::lock_guard lock(mutex_);
+  return transaction([&] {
+    Statement update(db_,
+                     "UPDATE steps SET state = 'decided', verdict = 'no_fault', message = ?,"
+                     " updated_at = ? WHERE run_id = ? AND attempt = ? AND state = 'ended'");
+    update.bind(1, shortened(message, kMaxDetailBytes))
+        .bind(2, clock_.unix_now())
+        .bind(3, step.step.run_id)
+        .bind(4, step.step.attempt);
+    update.step();
+    if (sqlite3_changes(db_) != 1) return false;
+    insert_event(clock_.unix_now(), step, {EventKind::no_fault, message});
+    return true;
+  });
+}
+
 void Store::add_event(const StoredStep& step, const EventSpec& event) {
   std::lock_guard lock(mutex_);
   transaction([&] { insert_event(clock_.unix_now(), step, event); });

@@ -141,6 +141,9 @@ class Store {
   // Decides a step `cancelled` with `message`, leaving its repair facts as
   // they are; false if it was decided already.
   bool cancel(const StoredStep& step, const std::string& message);
+  // Decides an `ended` step no_fault with `message`, with its event; false
+  // if the step is not `ended` (still running, under repair, or decided).
+  bool no_fault_if_ended(const StoredStep& step, const std::string& message);
   // Records an event of a step.
   void add_event(const StoredStep& step, const EventSpec& event);
   // The uid that registered run_id first, if any.

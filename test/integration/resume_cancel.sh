@@ -2,7 +2,9 @@
 # Stopping a protected step while its srun waits for the verdict: scancel of
 # a salloc job and of a batch job, and Ctrl-C (SIGINT) on the srun. Nothing is
 # relaunched, srun ends, and the controller records the step as cancelled.
-# A long end_window keeps each srun waiting after its step ended. Also: a
+# A long end_window keeps each srun waiting after its step ended with a
+# failed task (`false`: a step whose tasks all exited 0 is decided at once,
+# without end_window, and leaves nothing to stop). Also: a
 # protected srun SIGKILLed mid-step is written off once Slurm forgets its
 # step, so the job's next srun is protected again; a heterogeneous job is
 # refused with the reason.
@@ -28,7 +30,7 @@ no_relaunch() {
 }
 
 # 1. salloc: scancel does not kill the srun; the controller answers cancelled.
-salloc -N2 srun --auto-resume=1 true >salloc.out 2>&1 &
+salloc -N2 srun --auto-resume=1 false >salloc.out 2>&1 &
 pid=$!
 wait_until 60 "salloc's srun to wait for its verdict" waiting salloc.out
 job=$(squeue -h -o %i | head -n 1)
@@ -41,7 +43,7 @@ no_relaunch "$job" salloc.out
 # 2. sbatch: scancel ends the batch script and its srun.
 cat >batch.sh <<'SCRIPT'
 #!/bin/bash
-srun --auto-resume=1 true
+srun --auto-resume=1 false
 echo "srun exit $?"
 SCRIPT
 job=$(sbatch --parsable -N2 -o batch.out batch.sh)
@@ -54,7 +56,7 @@ assert_eq "$(job_field JobState)" CANCELLED "the batch job's state"
 no_relaunch "$job" batch.out
 
 # 3. Ctrl-C on the waiting srun: it tells the controller and exits 130.
-salloc -N2 bash -c 'srun --auto-resume=1 true & echo $! >srun.pid; wait $!; echo "srun exit $?"' \
+salloc -N2 bash -c 'srun --auto-resume=1 false & echo $! >srun.pid; wait $!; echo "srun exit $?"' \
   >sigint.out 2>&1 &
 pid=$!
 wait_until 60 "the srun to wait for its verdict" waiting sigint.out
@@ -72,7 +74,7 @@ no_relaunch "$job" sigint.out
 # here, waits out the long end_window: scancel ends it).
 salloc -N2 bash -c 'srun --auto-resume=1 sleep 300 & echo $! >srun.pid; wait
                     until [[ -f go ]]; do sleep 0.1; done
-                    srun --auto-resume=1 true 2>next.err' >killed.out 2>&1 &
+                    srun --auto-resume=1 false 2>next.err' >killed.out 2>&1 &
 pid=$!
 wait_until 60 "the first step to run" tasks_are 2 '(/usr/bin/)?sleep 300'
 job=$(squeue -h -o %i | head -n 1)

@@ -9,6 +9,7 @@ plugin_version
 slurm_spank_exit
 slurm_spank_init
 slurm_spank_local_user_init
+slurm_spank_task_exit
 slurm_spank_task_init
 spank_plugin_version"
 actual=$(nm -D --defined-only "$plugin" | awk '{print $3}' | sort)

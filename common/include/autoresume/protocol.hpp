@@ -406,4 +406,34 @@ struct GuardReply {
   static GuardReply from_json(const json& result);
 };
 
+// `tasks_exited` (root and SlurmUser: slurmstepd): every task of a
+// protected step on one node has exited, and how. Reported once per node
+// by the step daemon, before it tells srun that its tasks exited, so that
+// the controller knows by the time srun reports the end whether every node
+// of the step ended its tasks with status 0 (then no node is at fault).
+struct TasksExitedReply;
+struct TasksExitedRequest {
+  static constexpr const char* kOp = "tasks_exited";
+  using Reply = TasksExitedReply;
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::string run_id;                    // 1-kMaxRunIdBytes; left out of the JSON when empty
+  std::optional<std::uint32_t> attempt;  // left out when unknown
+  std::string node;                      // the reporting node's Slurm name
+  std::uint32_t node_id = 0;             // its index in the step's nodes (S_JOB_NODEID)
+  std::uint32_t tasks = 0;               // this node's tasks of the step (at least 1)
+  std::uint32_t failed = 0;              // of them, those whose status was not 0 (<= tasks)
+
+  bool clean() const { return failed == 0; }
+  json to_json() const;
+  static TasksExitedRequest from_json(const json& body);
+};
+struct TasksExitedReply {
+  bool counted = false;  // the report is about a protected step waiting for its end
+  std::string message;   // what came of it
+
+  json to_json() const;
+  static TasksExitedReply from_json(const json& result);
+};
+
 }  // namespace ar::proto
