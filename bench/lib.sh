@@ -3,7 +3,8 @@
 # cluster and controller are stopped on exit, a clock, a median and the
 # machine's description. Source it after the options are parsed, with NAME
 # set to the benchmark's name; a benchmark may set plugin first (another
-# build of the plugin) and define bench_cleanup (run on exit, first).
+# build of the plugin) and define bench_cleanup (run on exit, first; on
+# SIGHUP, SIGINT and SIGTERM too).
 # AR_BUILD_DIR: the build to take the binaries from (default: build/ in the
 # repository).
 : "${NAME:?set NAME before sourcing bench/lib.sh}"
@@ -22,6 +23,12 @@ cleanup() {
   "$cluster_cmd" down "$dir/c" >/dev/null 2>&1 || true
 }
 trap 'cleanup; rm -rf "$dir"' EXIT
+# A signal ends the benchmark through its exit trap: bash runs none for a
+# signal it does not catch (a smoke run's timeout sends SIGTERM), and would
+# leave the cluster's daemons running.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.1f", b - a}'; }
 # median NUMBER...: the median of the numbers.
