@@ -78,6 +78,14 @@ spank_option auto_resume_option{const_cast<char*>(kOptionName),
 int spares_callback(int /*val*/, const char* optarg, int /*remote*/) noexcept {
   return guarded("the option callback", [&]() -> int {
     ar::parse_node_count(ar::kSparesOptionName, optarg);
+    // srun's own: too late to size the step (its -N does that).
+    const char* job = std::getenv(ar::kSparesVariable);
+    if (job == nullptr) job = std::getenv(ar::kSparesJobVariable);
+    if (spank_context() == S_CTX_LOCAL && (job == nullptr || std::string(job) != optarg))
+      slurm_spank_log(
+          "%s: warning: srun --%s=%s does nothing: give it to sbatch or salloc, or "
+          "size the step with srun -N",
+          kTag, ar::kSparesOptionName, optarg);
     return ESPANK_SUCCESS;
   });
 }

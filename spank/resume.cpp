@@ -104,7 +104,7 @@ std::vector<std::string> relaunch_environment(const ProtectedStep& step,
   // it set in its own environment) as -n; as many per node, or srun's
   // defaults.
   bool drop_tasks = false;
-  if (resize > 0 && resize != step.nodes) {
+  if (resize > 0 && resize < step.nodes) {
     const char* tasks = std::getenv("SLURM_NTASKS");
     std::uint32_t count = 0;
     const std::string_view text(tasks != nullptr ? tasks : "");

@@ -144,7 +144,7 @@ std::vector<std::string> relaunch_argv(const std::vector<std::string>& argv,
   };
   const bool node_options = std::any_of(line.options.begin(), line.options.end(), names_nodes);
   const bool pin_nodes = node_options && !given("nodes") && step_nodes > 0;
-  const bool shrinks = resize > 0 && resize != step_nodes;
+  const bool shrinks = resize > 0 && resize < step_nodes;
   auto kept = without_srun_options(argv, line, [&](const SrunOption& option) {
     return dropped_for_relaunch(option) || (resize > 0 && option.name == "nodes") ||
            (shrinks && option.name == "ntasks");
@@ -161,7 +161,7 @@ std::vector<std::string> relaunch_argv(const std::vector<std::string>& argv,
 
 std::vector<std::string> dropped_node_options(const std::vector<std::string>& argv,
                                               std::uint32_t resize, std::uint32_t step_nodes) {
-  const bool shrinks = resize > 0 && resize != step_nodes;
+  const bool shrinks = resize > 0 && resize < step_nodes;
   std::vector<std::string> dropped;
   for (const auto& option : parse_srun_argv(argv).options) {
     if (!names_nodes(option) && !(resize > 0 && option.name == "nodes") &&

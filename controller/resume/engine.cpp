@@ -92,11 +92,14 @@ void Engine::tick() {
   NodeMap nodes;
   for (const auto& node : slurm_.load_nodes()) nodes[node.name] = &node;
   std::set<std::string> protected_nodes;
+  std::set<std::string> active;
   for (const auto& step : steps) {
+    active.insert(key(step));
     for (const auto& host : step_hosts(step)) protected_nodes.insert(host);
     if (step.repair.contains("replacements"))
       for (const auto& host : step.repair["replacements"]) protected_nodes.insert(host);
   }
+  std::erase_if(job_hosts_, [&](const auto& entry) { return !active.contains(entry.first); });
   try {
     keeper_.tick(nodes, protected_nodes);
   } catch (const std::exception& e) {
@@ -106,6 +109,7 @@ void Engine::tick() {
     for (const auto& [host, count] : failed_probes_) keeper_.forget_peers(host);
     failed_probes_.clear();
     step_nodes_.clear();
+    job_hosts_.clear();
     said_old_step_.clear();
     said_unregistered_.clear();
     return;
@@ -168,10 +172,11 @@ void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
   for (const auto& step : steps) {
     auto& hosts = lists.emplace_back(step_hosts(step));
     // The job's other nodes (faults() looks at them while the step runs),
-    // as it was when the step registered.
-    if (step.state == StepState::registered)
-      for (auto& host : slurm::expand_hostlist(step.step.nodelist))
-        if (!contains(hosts, host)) hosts.push_back(std::move(host));
+    // as the last look at the job saw them.
+    if (const auto it = job_hosts_.find(key(step));
+        step.state == StepState::registered && it != job_hosts_.end())
+      for (const auto& host : it->second)
+        if (!contains(hosts, host)) hosts.push_back(host);
     if (step.repair.contains("replacements"))
       for (const auto& host : step.repair["replacements"]) hosts.push_back(host);
     for (const auto& host : hosts) wanted.emplace(host, &hosts);
@@ -309,9 +314,10 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, co
     else if (health.known && !health.in_job)
       released.push_back(host);
   }
-  // While the step runs, the job's other nodes too (spares it holds): Slurm
-  // kills or requeues a job when any of its nodes goes DOWN. Not its batch
-  // host, which cannot leave the job.
+  // While the step runs, the job's other nodes too (spares it holds; an
+  // unprotected step of the job may run there): Slurm kills or requeues a
+  // job when any of its nodes goes DOWN. Not its batch host, which cannot
+  // leave the job.
   if (step.state != StepState::registered) return found;
   for (const auto& host : job.hosts) {
     if (contains(hosts, host) || (job.batch && host == job.batch_host)) continue;
@@ -327,6 +333,7 @@ void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job, const prot
   std::vector<std::string> keep;
   for (const auto& host : job.hosts)
     if (!contains(nodes, host)) keep.push_back(host);
+  if (keep.empty()) return;  // no node of the step left in the job: Slurm ends it
   std::vector<std::string> what;
   std::vector<std::string> notes;
   for (const auto& f : failed) {
@@ -342,7 +349,8 @@ void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job, const prot
   }
   slurm_.shrink_job(job.job_id, slurm::compress_hostlist(keep));
   save(step, EventKind::node_out,
-       fmt::format("{} of job {}, which no step of it runs on, failed ({}): out of the job (now on "
+       fmt::format("{} of job {}, which the protected step does not run on, failed ({}): out of "
+                   "the job (now on "
                    "{}) before Slurm sees it DOWN; step {}.{} runs on{}",
                    join(nodes, ", "), job.job_id, join(what, ", "), slurm::compress_hostlist(keep),
                    step.step.job_id, step.step.step_id,
@@ -396,6 +404,7 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
     if (step.state == StepState::decided) cancel_helpers(step);
     return;
   }
+  if (step.state == StepState::registered) job_hosts_[key(step)] = job->hosts;
   std::vector<std::string> released;
   auto found = faults(step, *job, nodes, released);
   if (found.empty() && !released.empty()) {

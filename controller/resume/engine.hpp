@@ -122,7 +122,7 @@ class Engine {
   // After node_out, a step whose plan needs no new node goes straight to
   // the relaunch (`expanded`) on the nodes the job has left.
   void go_on_in_job(StoredStep& step, const slurm::JobInfo& job);
-  // Nodes of the job no step of it runs on (spares it holds) that failed
+  // Nodes of the job the protected step does not run on (spares it holds) that failed
   // while the step runs: set FAIL and shrunk out before Slurm sees them
   // DOWN (which kills or requeues the whole job); the step runs on.
   void drop_spares(StoredStep& step, const slurm::JobInfo& job, const proto::json& failed);
@@ -205,6 +205,9 @@ class Engine {
   std::map<std::string, std::string> last_error_;
   // The nodes each step runs on, from slurmctld.
   std::map<std::string, std::vector<std::string>> step_nodes_;
+  // The nodes of each running step's job as the last look saw them (its
+  // spares are probed as well).
+  std::map<std::string, std::vector<std::string>> job_hosts_;
   // Registered steps Slurm no longer lists, since when.
   std::map<std::string, Steady::time_point> missing_since_;
   // Steps past their deadline whose give_up the store could not take.

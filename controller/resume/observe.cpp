@@ -73,19 +73,19 @@ std::string Engine::would_do(const StoredStep& step, const slurm::JobInfo& job,
     const auto hosts = step_hosts(step);
     const bool spares_only =
         std::ranges::none_of(nodes, [&](const std::string& node) { return contains(hosts, node); });
-    what =
-        keep.empty() ? fmt::format("give the run up: every node of job {} failed", job.job_id)
-        : spares_only
-            ? fmt::format("{}shrink job {} to {} (no step of it runs on {}); {} runs on",
-                          marks.empty() ? "" : "mark " + join(marks, ", ") + " FAIL, ", job.job_id,
-                          slurm::compress_hostlist(keep), join(nodes, ", "), the_step)
-            : fmt::format("{}shrink job {} to {}, cancel {} and {}",
-                          marks.empty() ? "" : "mark " + join(marks, ", ") + " FAIL, ", job.job_id,
-                          slurm::compress_hostlist(keep), the_step,
-                          give_up.empty()
-                              ? fmt::format("relaunch run {} as attempt {} {}", step.step.run_id,
-                                            step.step.attempt + 1, with)
-                              : "give the run up (" + give_up + ")");
+    what = keep.empty() ? fmt::format("give the run up: every node of job {} failed", job.job_id)
+           : spares_only
+               ? fmt::format(
+                     "{}shrink job {} to {} (the protected step does not run on {}); {} runs on",
+                     marks.empty() ? "" : "mark " + join(marks, ", ") + " FAIL, ", job.job_id,
+                     slurm::compress_hostlist(keep), join(nodes, ", "), the_step)
+               : fmt::format("{}shrink job {} to {}, cancel {} and {}",
+                             marks.empty() ? "" : "mark " + join(marks, ", ") + " FAIL, ",
+                             job.job_id, slurm::compress_hostlist(keep), the_step,
+                             give_up.empty()
+                                 ? fmt::format("relaunch run {} as attempt {} {}", step.step.run_id,
+                                               step.step.attempt + 1, with)
+                                 : "give the run up (" + give_up + ")");
   }
   return what + " (" + join(why, ", ") + ")";
 }

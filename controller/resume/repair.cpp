@@ -142,13 +142,14 @@ Engine::Plan Engine::plan_for(const StoredStep& step, const slurm::JobInfo& job,
   for (const auto& host : job.hosts)
     if (!contains(failed, host)) ++healthy;
   const auto hosts = step_hosts(step);
-  const auto size = static_cast<std::uint32_t>(hosts.empty() ? job.hosts.size() : hosts.size());
+  const auto size = static_cast<std::uint32_t>(hosts.size());
   const auto min = step.step.min_nodes;
   // The batch script runs on the batch host: it cannot leave its job.
   if (job.batch && contains(failed, job.batch_host))
     return {Refill::requeue, 0, fmt::format("the batch host {} failed", job.batch_host)};
-  if (healthy >= size) return {Refill::in_job, size, ""};
-  if (min > 0 && healthy >= min) return {Refill::shrink, healthy, ""};
+  // A step of unknown size (no node list at all) is not sized here.
+  if (size > 0 && healthy >= size) return {Refill::in_job, size, ""};
+  if (size > 0 && min > 0 && healthy >= min) return {Refill::shrink, healthy, ""};
   if (!job.has_gres) return {Refill::replace, 0, ""};
   // Slurm shrinks a job holding GRES, but never gives it a node.
   return {Refill::requeue, 0,

@@ -23,7 +23,7 @@ void protect_with_spares(Rig& rig, int job_nodes, int step_nodes, std::uint32_t 
   step.run_id = "r";
   step.argv = {"srun", "--auto-resume=1", "train"};
   step.cwd = "/w";
-  step.nodelist = fmt::format("node[1-{}]", job_nodes);
+  step.nodelist = fmt::format("node[1-{}]", step_nodes);  // the server keeps slurmctld's
   step.min_nodes = min_nodes;
   REQUIRE(rig.store->register_step(step, 1000) == ar::Store::Insert::created);
 }
@@ -116,9 +116,9 @@ TEST_CASE("a spare of the job that fails while the step runs leaves the job, the
   CHECK(rig.slurm.updated("fail node5"));
   CHECK_FALSE(rig.slurm.updated("kill_step"));
   CHECK(rig.detail("node_out") ==
-        "node5 of job 10, which no step of it runs on, failed (node5: its slurmd is not "
-        "responding): out "
-        "of the job (now on node[1-4]) before Slurm sees it DOWN; step 10.0 runs on");
+        "node5 of job 10, which the protected step does not run on, failed (node5: its slurmd is "
+        "not responding): out of the job (now on node[1-4]) before Slurm sees it DOWN; step 10.0 "
+        "runs on");
   // Gone from the job, it is no longer looked at.
   rig.slurm.updates.clear();
   rig.engine->tick();
@@ -139,8 +139,9 @@ TEST_CASE("a spare's fault under the guard rails is said, not acted on", "[engin
   rig.engine->tick();
   CHECK(rig.slurm.updates.empty());
   CHECK(rig.step().state == StepState::registered);
-  CHECK(rig.last_detail("would").find("mark node5 FAIL, shrink job 10 to node[1-4] (no step of "
-                                      "it runs on node5); step 10.0 runs on") != std::string::npos);
+  CHECK(rig.last_detail("would").find("mark node5 FAIL, shrink job 10 to node[1-4] (the "
+                                      "protected step does not run on node5); step 10.0 runs on") !=
+        std::string::npos);
 }
 
 TEST_CASE("the batch host, which no step runs on, is not shrunk out", "[engine][spares]") {
@@ -151,4 +152,21 @@ TEST_CASE("the batch host, which no step runs on, is not shrunk out", "[engine][
   rig.engine->tick();
   CHECK(rig.slurm.updates.empty());
   CHECK(rig.step().state == StepState::registered);
+}
+
+TEST_CASE("a spare killed before Slurm notices is found by the probes and leaves the job",
+          "[engine][spares]") {
+  Rig rig;
+  rig.config.probe_failures = 3;
+  rig.config.probe_interval = 1000ms;
+  protect_with_spares(rig, 5, 4, 0, true);
+  rig.prober.dead.insert(rig.slurm.nodes.at("node5").address);
+  for (int i = 0; i < 6 && !rig.slurm.updated("shrink"); ++i) {
+    rig.engine->tick();
+    rig.clock.advance(1s);
+  }
+  CHECK(rig.slurm.updated("shrink 10 node[1-4]"));
+  CHECK(rig.step().state == StepState::registered);
+  CHECK(rig.detail("node_out").find("its slurmd did not answer 3 probes in a row") !=
+        std::string::npos);
 }

@@ -279,6 +279,9 @@ TEST_CASE("a step relaunched on fewer nodes keeps its tasks per node, not its -n
   CHECK(ar::dropped_node_options({"srun", "-N4", "-n", "8", "x"}, 3, 4) == V{"-N 4", "-n 8"});
   // The same size (spares): -n stays.
   CHECK(ar::dropped_node_options({"srun", "-N4", "-n", "8", "x"}, 4, 4) == V{"-N 4"});
+  // The step's size unknown (0): not a shrink, -n stays.
+  CHECK(ar::relaunch_argv({"srun", "-N4", "-n16", "x"}, 0, 4) ==
+        V{"srun", "--open-mode=append", "--overlap", "--nodes=4", "-n16", "x"});
   CHECK(ar::resized_tasks(8, 4, 3) == 6U);
   CHECK(ar::resized_tasks(3, 3, 2) == 2U);
   CHECK_FALSE(ar::resized_tasks(7, 4, 3));  // not spread evenly: srun's defaults

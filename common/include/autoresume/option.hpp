@@ -35,8 +35,9 @@ inline constexpr const char* kSparesVariable = "_SLURM_SPANK_OPTION_auto_resume_
 inline constexpr const char* kSparesJobVariable =
     "SLURM_SPANK__SLURM_SPANK_OPTION_auto_resume_auto_resume_spares";
 
-// `--auto-resume-min-nodes=M`: after a fault with no spare and no node to
-// replace it, the step goes on on fewer nodes while at least M are left.
+// `--auto-resume-min-nodes=M`: after a fault with no spare left in the
+// job, the step goes on at once on fewer nodes (no replacement is waited
+// for) while at least M are left.
 inline constexpr const char* kMinNodesOptionName = "auto-resume-min-nodes";
 inline constexpr const char* kMinNodesArgInfo = "M";
 inline constexpr const char* kMinNodesUsage =

@@ -125,8 +125,9 @@ struct RelaunchMarker {
 // job's spares). Then --nodes=`resize` takes the place of -N/--nodes as
 // well. Only srun's own options are read (parse_srun_argv), never the
 // program's arguments.
-// A step on fewer nodes than before (`resize` below `step_nodes`) loses
-// -n/--ntasks as well: its tasks follow from the nodes (resized_tasks).
+// A step on fewer nodes than before (`resize` below `step_nodes`; 0 is
+// unknown, and no shrink) loses -n/--ntasks as well: its tasks follow from
+// the nodes (resized_tasks).
 std::vector<std::string> relaunch_argv(const std::vector<std::string>& argv,
                                        std::uint32_t step_nodes, std::uint32_t resize = 0);
 
