@@ -71,7 +71,7 @@ TEST_CASE("a GRES job whose spares are used up is requeued", "[engine][spares]")
   CHECK_FALSE(rig.slurm.updated("shrink"));
 }
 
-TEST_CASE("--auto-resume-min-nodes: the step goes on on fewer nodes while enough are left",
+TEST_CASE("a step with min_nodes goes on on fewer nodes while enough are left",
           "[engine][spares]") {
   Rig rig;
   const bool gres = GENERATE(true, false);

@@ -25,7 +25,7 @@ TEST_CASE("the option's help text starts with the plugin's tag", "[option]") {
   CHECK(std::string_view(ar::kOptionName) == "auto-resume");
 }
 
-TEST_CASE("--auto-resume-spares and --auto-resume-min-nodes take a node count", "[option]") {
+TEST_CASE("the spares and min-nodes options take a node count", "[option]") {
   CHECK(ar::parse_node_count(ar::kSparesOptionName, "0") == 0);
   CHECK(ar::parse_node_count(ar::kSparesOptionName, "2") == 2);
   CHECK(ar::parse_node_count(ar::kMinNodesOptionName, "1000000") == 1'000'000);
