@@ -10,9 +10,8 @@
 # its teardown.
 #   bench/plugin_overhead.sh [--runs N] [--nodes N] [--plugin PATH]
 # Defaults: 200 runs of each variant, 4 nodes, the plugin in AR_BUILD_DIR
-# (default build/), as bench/lib.sh says. Takes about 3 minutes (a flagged
-# srun whose tasks all exited 0 hears its verdict at once, not after the
-# controller's end_window).
+# (default build/), as bench/lib.sh says. About 3 minutes: a flagged srun
+# whose tasks all exited 0 hears its verdict at once.
 set -euo pipefail
 runs=200 nodes=4 plugin=""
 while (($#)); do
