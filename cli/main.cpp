@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "autoresume/client.hpp"
 #include "autoresume/daemon_config.hpp"
@@ -81,12 +82,16 @@ void print_events(const proto::EventsReply& reply) {
   for (const auto& e : reply.events) {
     // A step's events name its job and run; a node's, the node (or "-" for
     // the controller's own, such as a stall).
-    const auto who = !e.run_id.empty() ? fmt::format("job {} {}", e.job_id, e.run_id)
-                                       : fmt::format("node {}", e.node.empty() ? "-" : e.node);
+    // A group's (continuous provisioning), the group and its node if any.
+    const auto who = !e.run_id.empty()  ? fmt::format("job {} {}", e.job_id, e.run_id)
+                     : !e.group.empty() ? fmt::format("group {}{}{}", e.group,
+                                                      e.node.empty() ? "" : " node ", e.node)
+                                        : fmt::format("node {}", e.node.empty() ? "-" : e.node);
+    const auto level = e.level == "info" ? std::string() : " (" + e.level + ")";
     // On whose behalf: the step's owner, a replacement's requester (0: the
     // controller's own).
-    line(stdout,
-         fmt::format("{} uid {} {} {}: {}", format_time(e.at), e.uid, who, e.kind, e.detail));
+    line(stdout, fmt::format("{} uid {} {} {}{}: {}", format_time(e.at), e.uid, who, e.kind, level,
+                             e.detail));
   }
 }
 
@@ -100,6 +105,71 @@ void print_nodes(const proto::NodesReply& reply) {
   if (reply.heartbeats.empty()) fmt::print("no node agent heard from\n");
   for (const auto& [node, age] : reply.heartbeats)
     line(stdout, fmt::format("{}: last heartbeat {:.1f} s ago", node, age));
+}
+
+// Node groups (continuous provisioning), one line each.
+void print_plan(const proto::GroupPlanReply& reply) {
+  if (!reply.error.empty()) return;  // said on stderr
+  if (reply.diff.empty()) {
+    line(stdout, reply.path + ": no change");
+    return;
+  }
+  line(stdout, "--- " + reply.path + " (now)");
+  line(stdout, "+++ " + reply.path + " (from the group files)");
+  for (const auto& text : reply.diff) line(stdout, text);
+  if (reply.diff_left_out > 0)
+    line(stdout, fmt::format("... and {} more lines", reply.diff_left_out));
+  line(stdout, reply.change == "restart"
+                   ? "applied by a slurmctld restart (new or changed NodeName lines)"
+                   : "applied by scontrol reconfigure: no slurmctld restart");
+}
+
+void print_groups(const proto::GroupsReply& reply) {
+  if (reply.groups.empty()) {
+    fmt::print("no node groups\n");
+    return;
+  }
+  fmt::print("{:<20} {:<8} {:<11} {:>5} {:>5} {:>5} {:>10} {:>8} {:>7} {:>9}  {}\n", "GROUP",
+             "TYPE", "STATUS", "COUNT", "MIN", "MAX", "IN_SERVICE", "STARTING", "LEAVING",
+             "OPERATION", "DETAIL");
+  for (const auto& g : reply.groups)
+    line(stdout, fmt::format("{:<20} {:<8} {:<11} {:>5} {:>5} {:>5} {:>10} {:>8} {:>7} {:>9}  {}",
+                             g.name, g.type, g.status, g.count, g.min_count, g.max_count,
+                             g.in_service, g.starting, g.leaving, g.operation, g.detail));
+}
+
+// Per-group instance-hours, then each instance (newest first).
+void print_usage(const proto::UsageReply& reply) {
+  if (reply.groups.empty()) fmt::print("no billable instance time\n");
+  for (const auto& g : reply.groups)
+    line(stdout, fmt::format("group {}: {} instance(s), {:.3f} instance-hours", g.group,
+                             g.instances, g.instance_hours));
+  if (reply.instances.empty()) return;
+  const auto when = [](std::int64_t t) { return t == 0 ? std::string("-") : format_time(t); };
+  fmt::print("{:<16} {:<16} {:<20} {:<20} {:<20} {:<20} {:>9}  {}\n", "GROUP", "NODE", "INSTANCE",
+             "STARTED", "IN_SERVICE", "TERMINATED", "HOURS", "END");
+  for (const auto& i : reply.instances)
+    line(stdout, fmt::format("{:<16} {:<16} {:<20} {:<20} {:<20} {:<20} {:>9.3f}  {}", i.group,
+                             i.node, i.instance_id.empty() ? "-" : i.instance_id, when(i.started),
+                             when(i.in_service), when(i.terminated), i.hours, i.end_reason));
+  if (reply.left_out > 0)
+    fmt::print(stderr, "auto-resume: {} older instance(s) not listed (--limit)\n", reply.left_out);
+}
+
+// `events --json`: each event with the cluster events' field names as well
+// (event_id, time, group, instance, resource_type, level, description).
+proto::json events_json(const proto::EventsReply& reply) {
+  auto out = reply.to_json();
+  for (auto& e : out["events"]) {
+    e["event_id"] = e["id"];
+    e["time"] = format_time(e["at"].get<std::int64_t>());
+    e["instance"] = e["node"];
+    e["resource_type"] = e.value("resource", "");
+    e["group"] = e.value("group", "");
+    e["level"] = e.value("level", "info");
+    e["description"] = e["detail"];
+  }
+  return out;
 }
 
 // The controller refused a request; says so as "the controller refused OP: CODE: MESSAGE".
@@ -189,6 +259,25 @@ struct Commands {
   std::string pause_reason;
   CLI::App* unpause = nullptr;
   CLI::App* resume_actions = nullptr;
+  std::string events_group;
+  std::string events_level;
+  // Continuous provisioning (root).
+  CLI::App* group = nullptr;
+  CLI::App* group_status = nullptr;
+  CLI::App* group_set = nullptr;
+  std::string group_name;
+  std::vector<std::string> group_values;
+  CLI::App* group_apply = nullptr;
+  CLI::App* group_retry = nullptr;
+  CLI::App* group_roll = nullptr;
+  CLI::App* group_plan = nullptr;
+  std::uint32_t roll_batch = 1;
+  CLI::App* usage = nullptr;
+  std::string usage_group;
+  std::string usage_since;
+  std::uint32_t usage_limit = proto::kMaxPageRows;
+  CLI::App* lifecycle_log = nullptr;
+  std::string log_node;
 };
 
 void add_commands(CLI::App& app, Commands& c) {
@@ -209,6 +298,9 @@ void add_commands(CLI::App& app, Commands& c) {
       ->capture_default_str();
   c.events->add_option("--after", c.after,
                        "Only events after this cursor (printed when there are more)");
+  c.events->add_option("--group", c.events_group, "Only this node group's events");
+  c.events->add_option("--level", c.events_level, "Only events this grave or graver")
+      ->check(CLI::IsMember({"info", "warning", "error"}));
   c.replace = app.add_subcommand(
       "replace",
       "Replace a node (root): FAIL it, let its jobs finish, have the provider replace it");
@@ -227,6 +319,96 @@ void add_commands(CLI::App& app, Commands& c) {
   c.unpause = app.add_subcommand("unpause", "Let the controller act again after a pause (root)");
   c.resume_actions = app.add_subcommand(
       "resume-actions", "Reset a tripped circuit breaker: the controller acts again (root)");
+
+  auto* group = c.group =
+      app.add_subcommand("group", "Node groups of continuous provisioning (root)");
+  c.group_status = group->add_subcommand("status", "Each group: its status, counts and operation");
+  c.group_set = group->add_subcommand(
+      "set", "Set a group's count and/or min_count (written into its file; starts an operation)");
+  c.group_set->add_option("NAME", c.group_name, "The group")->required();
+  c.group_set->add_option("VALUES", c.group_values, "count=N and/or min_count=M")->required();
+  c.group_apply = group->add_subcommand("apply", "Read the group files now");
+  c.group_retry = group->add_subcommand(
+      "retry", "Create again in a group stopped by lifecycle failures or waiting on a backoff");
+  c.group_retry->add_option("NAME", c.group_name, "The group")->required();
+  c.group_roll = group->add_subcommand(
+      "roll", "Replace every in-service instance of a group, a batch at a time (rolling update)");
+  c.group_roll->add_option("NAME", c.group_name, "The group")->required();
+  c.group_roll->add_option("--batch", c.roll_batch, "Instances replaced at once")
+      ->check(CLI::Range(1U, 10000U))
+      ->capture_default_str();
+  c.group_plan = group->add_subcommand(
+      "plan",
+      "What the include file (slurm_conf_include) would become, and whether slurmctld must "
+      "restart for it; nothing is written");
+  c.usage = app.add_subcommand("usage", "Instance metering: per-group instance-hours (root)");
+  c.usage->add_option("--group", c.usage_group, "Only this group");
+  c.usage->add_option("--since", c.usage_since,
+                      "Billable time from then on: Unix seconds, a UTC time or an age");
+  c.usage->add_option("--limit", c.usage_limit, "Instance rows at most, newest first")
+      ->check(CLI::Range(1U, proto::kMaxPageRows))
+      ->capture_default_str();
+  c.lifecycle_log = app.add_subcommand(
+      "lifecycle-log", "The end of a group node's last lifecycle script log (root)");
+  c.lifecycle_log->add_option("NODE", c.log_node, "The node")->required();
+}
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// `group set`'s KEY=VALUE arguments: count and min_count only.
+proto::GroupSetRequest group_set_request(const Commands& c) {
+  proto::GroupSetRequest request{c.group_name, {}, {}};
+  for (const auto& arg : c.group_values) {
+    const auto [key, value] = ar::split_key_value(arg);
+    const auto number = static_cast<std::uint32_t>(ar::parse_uint(key, value, 0, 10000));
+    if (key == "count")
+      request.count = number;
+    else if (key == "min_count")
+      request.min_count = number;
+    else
+      throw ar::ConfigError("group set: unknown key '" + key +
+                            "' (known: count, min_count; edit the group's file for the others)");
+  }
+  return request;
+}
+
+void run_provisioning(const Controller& controller, const Commands& c) {
+  // Named here, not by CLI11: an unknown word after `group` is then named.
+  if (c.group->parsed() && c.group->get_subcommands().empty())
+    throw ar::ConfigError(
+        "group: say what: status, set, apply, retry, roll or plan (try group --help)");
+  const auto said = [](const proto::GroupReply& reply) { line(stdout, reply.message); };
+  if (c.group_status->parsed()) ask(controller, proto::GroupsRequest{}, print_groups);
+  if (c.group_set->parsed()) ask(controller, group_set_request(c), said);
+  if (c.group_apply->parsed()) ask(controller, proto::GroupApplyRequest{}, said);
+  if (c.group_retry->parsed()) ask(controller, proto::GroupRetryRequest{c.group_name}, said);
+  if (c.group_roll->parsed())
+    ask(controller, proto::GroupRollRequest{c.group_name, c.roll_batch}, said);
+  if (c.group_plan->parsed()) {
+    const auto plan = fetch(controller, proto::GroupPlanRequest{});
+    show(controller, plan, print_plan);
+    if (!plan.error.empty()) throw ar::ConfigError("group plan: " + plan.error);
+  }
+  if (c.usage->parsed()) {
+    proto::UsageRequest request;
+    request.group = c.usage_group;
+    if (!c.usage_since.empty())
+      request.since = ar::parse_since("--since", c.usage_since, unix_now());
+    request.limit = c.usage_limit;
+    ask(controller, request, print_usage);
+  }
+  if (c.lifecycle_log->parsed())
+    ask(controller, proto::LifecycleLogRequest{c.log_node},
+        [](const proto::LifecycleLogReply& reply) {
+          fmt::print(stderr, "auto-resume: {} ({} bytes{})\n", reply.path, reply.size,
+                     reply.size > reply.text.size() ? ", its end" : "");
+          fmt::print("{}{}", reply.text,
+                     reply.text.empty() || reply.text.back() == '\n' ? "" : "\n");
+        });
 }
 
 // Asks what the parsed subcommand asks, and prints the answer.
@@ -249,8 +431,16 @@ void run(const Controller& controller, const Commands& c) {
                                           std::chrono::system_clock::now().time_since_epoch())
                                           .count());
     if (c.after >= 0) request.after = c.after;
-    list(controller, request, c.events_limit, &proto::EventsReply::events,
-         &proto::EventsRequest::after, "--after", print_events);
+    request.group = c.events_group;
+    request.level = c.events_level;
+    proto::EventsReply all;
+    const auto next = fetch_pages(controller, request, c.events_limit, &proto::EventsReply::events,
+                                  &proto::EventsRequest::after, all);
+    if (controller.as_json)
+      fmt::print("{}\n", events_json(all).dump(2));
+    else
+      print_events(all);
+    if (next) fmt::print(stderr, "auto-resume: more to list: add --after {}\n", *next);
   }
   if (c.replace->parsed()) {
     const auto mode = c.replace_force ? proto::ReplaceMode::force
@@ -267,6 +457,7 @@ void run(const Controller& controller, const Commands& c) {
   if (c.pause->parsed()) ask(controller, proto::PauseRequest{c.pause_reason}, print_guard_reply);
   if (c.unpause->parsed()) ask(controller, proto::UnpauseRequest{}, print_guard_reply);
   if (c.resume_actions->parsed()) ask(controller, proto::ResumeActionsRequest{}, print_guard_reply);
+  run_provisioning(controller, c);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <filesystem>
+#include <optional>
 
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/keyvalue.hpp"
@@ -75,6 +76,17 @@ int main(int argc, char** argv) {
     ar::Service service(
         store, slurm, clock, [&engine] { engine.wake(); }, &keeper, &config);
     engine.share_exit_reports(&service.exit_reports());
+    engine.share_verdict_asks(&service.verdict_asks());
+    std::optional<ar::Provisioner> provisioner;
+    if (config.provision.mode == ar::Provisioning::continuous) {
+      provisioner.emplace(store, config, slurm, clock, runner, &keeper.gate());
+      keeper.set_owned_elsewhere(
+          [&provisioner](const std::string& node) { return provisioner->owns(node); });
+      engine.share_provisioner(&*provisioner);
+      service.share_provisioner(&*provisioner);
+      ar::log::info("continuous provisioning: groups in {}, provider {}",
+                    config.provision.groups_dir.string(), config.provision.command.string());
+    }
     ar::net::asio::io_context io;
     ar::net::asio::thread_pool workers(4);
     ar::MungeDaemon munge(config.munge_socket);

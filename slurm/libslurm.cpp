@@ -42,6 +42,17 @@ void LibSlurm::resume_node(const std::string& node) { slurm::resume_node(node); 
 
 void LibSlurm::undrain_node(const std::string& node) { slurm::undrain_node(node); }
 
+void LibSlurm::power_up(const std::string& node) { slurm::power_up(node); }
+
+void LibSlurm::power_down_asap(const std::string& node) { slurm::power_down_asap(node); }
+
+void LibSlurm::power_down_force(const std::string& node) { slurm::power_down_force(node); }
+
+void LibSlurm::set_node_address(const std::string& node, const std::string& address,
+                                const std::string& hostname) {
+  slurm::set_node_address(node, address, hostname);
+}
+
 void LibSlurm::shrink_job(std::uint32_t job_id, const std::string& nodelist) {
   slurm::shrink_job(job_id, nodelist);
 }
@@ -64,6 +75,10 @@ std::optional<bool> LibSlurm::step_daemons_left(std::uint32_t job_id, std::uint3
 }
 
 void LibSlurm::requeue(std::uint32_t job_id) { slurm::requeue(job_id); }
+
+void LibSlurm::reconfigure() { slurm::reconfigure(); }
+
+bool LibSlurm::ping() { return slurm::ping(); }
 
 std::uint32_t LibSlurm::submit_expand_helper(const JobInfo& job, const std::string& node,
                                              const std::string& name) {

@@ -34,6 +34,11 @@ class LibSlurm final : public SlurmApi {
   void set_node_drain(const std::string& node, const std::string& reason) override;
   void resume_node(const std::string& node) override;
   void undrain_node(const std::string& node) override;
+  void power_up(const std::string& node) override;
+  void power_down_asap(const std::string& node) override;
+  void power_down_force(const std::string& node) override;
+  void set_node_address(const std::string& node, const std::string& address,
+                        const std::string& hostname) override;
   void shrink_job(std::uint32_t job_id, const std::string& nodelist) override;
   std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) override;
   bool step_exists(std::uint32_t job_id, std::uint32_t step_id) override;
@@ -41,6 +46,8 @@ class LibSlurm final : public SlurmApi {
   std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
                                         const std::string& nodelist) override;
   void requeue(std::uint32_t job_id) override;
+  void reconfigure() override;
+  bool ping() override;
   std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,
                                      const std::string& name) override;
   void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) override;

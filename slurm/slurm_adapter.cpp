@@ -116,6 +116,10 @@ const std::vector<NodeInfo>& NodeWatcher::load() {
     node.reason = text(n.reason);
     node.slurmd_start_time = n.slurmd_start_time;
     node.gres = text(n.gres);
+    node.cloud = (n.node_state & NODE_STATE_CLOUD) != 0;
+    node.powered_down = (n.node_state & NODE_STATE_POWERED_DOWN) != 0;
+    node.powering_up = (n.node_state & NODE_STATE_POWERING_UP) != 0;
+    node.powering_down = (n.node_state & NODE_STATE_POWERING_DOWN) != 0;
     nodes_.push_back(std::move(node));
   }
   return nodes_;
@@ -202,6 +206,29 @@ void resume_node(const std::string& node) { update_node(node, NODE_RESUME, ""); 
 
 void undrain_node(const std::string& node) { update_node(node, NODE_STATE_IDLE, ""); }
 
+void power_up(const std::string& node) { update_node(node, NODE_STATE_POWER_UP, ""); }
+
+// As `scontrol update state=POWER_DOWN_ASAP`: power down once no job runs.
+void power_down_asap(const std::string& node) {
+  update_node(node, NODE_STATE_POWER_DOWN | NODE_STATE_POWER_DRAIN, "");
+}
+
+// As `scontrol update state=POWER_DOWN_FORCE`.
+void power_down_force(const std::string& node) {
+  update_node(node, NODE_STATE_POWER_DOWN | NODE_STATE_POWERED_DOWN, "");
+}
+
+void set_node_address(const std::string& node, const std::string& address,
+                      const std::string& hostname) {
+  update_node_msg_t msg;
+  slurm_init_update_node_msg(&msg);
+  msg.node_names = const_cast<char*>(node.c_str());
+  msg.node_addr = const_cast<char*>(address.c_str());
+  if (!hostname.empty()) msg.node_hostname = const_cast<char*>(hostname.c_str());
+  if (slurm_update_node(&msg) != SLURM_SUCCESS)
+    fail("cannot set the address of node " + node + " to " + address);
+}
+
 void shrink_job(std::uint32_t job_id, const std::string& nodelist) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
@@ -279,6 +306,12 @@ void requeue(std::uint32_t job_id) {
   if (slurm_requeue(job_id, 0) != SLURM_SUCCESS)
     fail("cannot requeue job " + std::to_string(job_id));
 }
+
+void reconfigure() {
+  if (slurm_reconfigure() != SLURM_SUCCESS) fail("cannot reconfigure slurmctld");
+}
+
+bool ping() { return slurm_ping(0) == SLURM_SUCCESS; }
 
 std::uint32_t allocate_expand_helper(const ExpandRequest& request, uid_t uid, gid_t gid) {
   job_desc_msg_t desc;

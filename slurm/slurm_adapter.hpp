@@ -61,6 +61,11 @@ void resume_node(const std::string& node);
 // wait for the node's next ping (and a ping round waits MessageTimeout for
 // any dead node), the node can be allocated right away.
 void undrain_node(const std::string& node);
+void power_up(const std::string& node);
+void power_down_asap(const std::string& node);
+void power_down_force(const std::string& node);
+void set_node_address(const std::string& node, const std::string& address,
+                      const std::string& hostname);
 
 // Shrinks a running job to `nodelist` (its other nodes leave it).
 void shrink_job(std::uint32_t job_id, const std::string& nodelist);
@@ -76,6 +81,10 @@ std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_i
                                       const std::string& nodelist);
 // Requeues a batch job.
 void requeue(std::uint32_t job_id);
+// `scontrol reconfigure`: slurmctld and the slurmds read their files again.
+void reconfigure();
+// Whether the primary slurmctld answers a ping.
+bool ping();
 
 // Allocates what `request` asks for (an expand helper: expand_helper.hpp)
 // for `uid` and `gid`; returns the helper's job id (it may still be

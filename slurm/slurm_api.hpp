@@ -83,6 +83,11 @@ struct NodeInfo {
   std::string reason;
   std::int64_t slurmd_start_time = 0;  // tells one instance of a node from the next
   std::string gres;                    // configured, e.g. gpu:8
+  // Power saving (CLOUD slots of continuous provisioning, docs/provisioning.md).
+  bool cloud = false;
+  bool powered_down = false;  // a powered-down CLOUD node is not listed at all
+  bool powering_up = false;
+  bool powering_down = false;
 };
 
 class SlurmApi {
@@ -114,6 +119,17 @@ class SlurmApi {
   virtual void resume_node(const std::string& node) = 0;
   // Back to IDLE from DRAIN at once (no wait for the node's next ping).
   virtual void undrain_node(const std::string& node) = 0;
+  // Power saving: POWER_UP (the node waits for its instance to register,
+  // up to ResumeTimeout), POWER_DOWN_ASAP (powered down once no job runs).
+  virtual void power_up(const std::string& node) = 0;
+  virtual void power_down_asap(const std::string& node) = 0;
+  // POWER_DOWN_FORCE: also a node still powering up (an instance that never
+  // came); kills its jobs.
+  virtual void power_down_force(const std::string& node) = 0;
+  // NodeAddr and NodeHostname, which slurmctld hands srun and the slurmds
+  // of a CLOUD node's jobs.
+  virtual void set_node_address(const std::string& node, const std::string& address,
+                                const std::string& hostname) = 0;
 
   // Shrinks a running job to `nodelist` (its other nodes leave it).
   virtual void shrink_job(std::uint32_t job_id, const std::string& nodelist) = 0;
@@ -131,6 +147,10 @@ class SlurmApi {
                                                 const std::string& nodelist) = 0;
   // Requeues a batch job.
   virtual void requeue(std::uint32_t job_id) = 0;
+  // `scontrol reconfigure`; throws SlurmError if slurmctld refuses it.
+  virtual void reconfigure() = 0;
+  // Whether slurmctld answers a ping now.
+  virtual bool ping() = 0;
 
   // Allocates `node` for the job `job` may absorb (`--dependency=expand:`),
   // as the job's user, in its partition, QOS, account, reservation,

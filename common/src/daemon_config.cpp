@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/plugin_config.hpp"
+#include "autoresume/text.hpp"
 
 namespace ar {
 
@@ -45,11 +47,34 @@ constexpr std::string_view kKnownKeys =
     "heartbeat_max_silent_percent, heartbeat_bind, spares, register_timeout, retention, "
     "auth_timeout, "
     "max_unauthenticated, max_user_connections, reserved_fds, privileged_connections, "
-    "mode, max_marks_per_hour, max_replacements_per_hour";
+    "mode, max_marks_per_hour, max_replacements_per_hour, node_provisioning, groups_dir, "
+    "provision_command, provision_timeout, max_parallel_creates, create_backoff, "
+    "create_alert_after, capacity_backoff, max_bootstrap_failures, min_count_timeout, "
+    "lifecycle_log_dir, orphan_timeout, slurm_conf, slurm_conf_include, "
+    "slurmctld_restart_command, slurmctld_restart_timeout";
 
-// A command line split on blanks; the program is an absolute path and some
-// argument names the node with "{node}".
-std::vector<std::string> parse_command(const std::string& key, std::string_view value) {
+// The provisioning keys but node_provisioning itself.
+constexpr std::array<std::string_view, 15> kProvisionKeys = {"groups_dir",
+                                                             "provision_command",
+                                                             "provision_timeout",
+                                                             "max_parallel_creates",
+                                                             "create_backoff",
+                                                             "create_alert_after",
+                                                             "capacity_backoff",
+                                                             "max_bootstrap_failures",
+                                                             "min_count_timeout",
+                                                             "lifecycle_log_dir",
+                                                             "orphan_timeout",
+                                                             "slurm_conf",
+                                                             "slurm_conf_include",
+                                                             "slurmctld_restart_command",
+                                                             "slurmctld_restart_timeout"};
+// The keys that work only with slurm_conf_include.
+constexpr std::array<std::string_view, 3> kIncludeKeys = {"slurm_conf", "slurmctld_restart_command",
+                                                          "slurmctld_restart_timeout"};
+
+// A command line split on blanks; the program is an absolute path.
+std::vector<std::string> parse_words(const std::string& key, std::string_view value) {
   std::vector<std::string> words;
   std::size_t start = 0;
   while (start < value.size()) {
@@ -59,6 +84,12 @@ std::vector<std::string> parse_command(const std::string& key, std::string_view 
   }
   if (words.empty()) throw ConfigError(key + " is empty");
   parse_absolute_path(key, words.front());
+  return words;
+}
+
+// A command line whose arguments name the node with "{node}".
+std::vector<std::string> parse_command(const std::string& key, std::string_view value) {
+  auto words = parse_words(key, value);
   if (std::ranges::none_of(
           words, [](const std::string& w) { return w.find("{node}") != std::string::npos; }))
     throw ConfigError(key + " '" + std::string(value) + "' does not name the node ({node})");
@@ -144,6 +175,53 @@ ActionLimit parse_limit(const std::string& key, const std::string& value) {
 }
 
 // The guard rails' settings; false for another key.
+bool apply_provision(ProvisionConfig& config, const std::string& key, const std::string& value) {
+  using std::chrono::hours;
+  using std::chrono::seconds;
+  if (key == "node_provisioning") {
+    if (value == "off") {
+      config.mode = Provisioning::off;
+    } else if (value == "continuous") {
+      config.mode = Provisioning::continuous;
+    } else {
+      invalid_value(key, value, "expected off or continuous");
+    }
+  } else if (key == "groups_dir") {
+    config.groups_dir = parse_absolute_path(key, value);
+  } else if (key == "provision_command") {
+    config.command = parse_absolute_path(key, value);
+  } else if (key == "provision_timeout") {
+    config.timeout = parse_seconds(key, value, hours{24}, seconds{1});
+  } else if (key == "max_parallel_creates") {
+    config.max_parallel_creates = static_cast<unsigned>(parse_uint(key, value, 1, 10'000));
+  } else if (key == "create_backoff") {
+    config.create_backoff = parse_seconds(key, value, seconds{600}, seconds{1});
+  } else if (key == "create_alert_after") {
+    config.create_alert_after = static_cast<unsigned>(parse_uint(key, value, 1, 1000));
+  } else if (key == "capacity_backoff") {
+    config.capacity_backoff = parse_seconds(key, value, hours{24}, seconds{1});
+  } else if (key == "max_bootstrap_failures") {
+    config.max_bootstrap_failures = static_cast<unsigned>(parse_uint(key, value, 1, 1000));
+  } else if (key == "min_count_timeout") {
+    config.min_count_timeout = parse_seconds(key, value, hours{24 * 7}, seconds{1});
+  } else if (key == "lifecycle_log_dir") {
+    config.lifecycle_log_dir = parse_absolute_path(key, value);
+  } else if (key == "orphan_timeout") {
+    config.orphan_timeout = std::chrono::seconds{parse_uint(key, value, 0, 7 * 24 * 3600)};
+  } else if (key == "slurm_conf") {
+    config.slurm_conf = parse_absolute_path(key, value);
+  } else if (key == "slurm_conf_include") {
+    config.slurm_conf_include = parse_absolute_path(key, value);
+  } else if (key == "slurmctld_restart_command") {
+    config.slurmctld_restart_command = parse_words(key, value);
+  } else if (key == "slurmctld_restart_timeout") {
+    config.slurmctld_restart_timeout = parse_seconds(key, value, seconds{3600}, seconds{1});
+  } else {
+    return false;
+  }
+  return true;
+}
+
 bool apply_guard(DaemonConfig& config, const std::string& key, const std::string& value) {
   if (key == "mode") {
     if (value == "act")
@@ -224,7 +302,8 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
     config.spares = static_cast<unsigned>(parse_uint(key, value, 1, 1000));
   } else if (key == "heartbeat_max_silent_percent") {
     config.heartbeat_max_silent_percent = static_cast<unsigned>(parse_uint(key, value, 1, 100));
-  } else if (!apply_limit(config, key, value) && !apply_guard(config, key, value)) {
+  } else if (!apply_limit(config, key, value) && !apply_guard(config, key, value) &&
+             !apply_provision(config.provision, key, value)) {
     throw ConfigError("unknown key '" + key + "' (known: " + std::string(kKnownKeys) + ")");
   }
 }
@@ -260,6 +339,37 @@ std::string_view to_string(ProviderKind kind) {
   return "?";
 }
 
+namespace {
+
+void check_provision(const ProvisionConfig& config, const std::set<std::string>& seen,
+                     std::string_view origin) {
+  if (config.mode == Provisioning::off) {
+    for (const auto key : kProvisionKeys)
+      if (seen.contains(std::string(key)))
+        throw ConfigError(std::string(origin) + ": " + std::string(key) +
+                          " is set but node_provisioning is off (node_provisioning=continuous "
+                          "turns it on)");
+    return;
+  }
+  if (config.slurm_conf_include.empty())
+    for (const auto key : kIncludeKeys)
+      if (seen.contains(std::string(key)))
+        throw ConfigError(std::string(origin) + ": " + std::string(key) +
+                          " is set but slurm_conf_include is not (the include file the "
+                          "controller writes; without it the admin declares the slots)");
+  if (config.command.empty())
+    throw ConfigError(std::string(origin) +
+                      ": node_provisioning=continuous needs provision_command (the program run "
+                      "as 'PROGRAM create GROUP NODE TOKEN', 'PROGRAM terminate GROUP NODE "
+                      "INSTANCE_ID' and 'PROGRAM list')");
+}
+
+}  // namespace
+
+std::string_view to_string(Provisioning mode) {
+  return mode == Provisioning::continuous ? "continuous" : "off";
+}
+
 DaemonConfig parse_daemon_config(std::string_view text, std::string_view origin) {
   DaemonConfig config;
   const auto seen = parse_settings(
@@ -279,6 +389,7 @@ DaemonConfig parse_daemon_config(std::string_view text, std::string_view origin)
   if (config.provider != ProviderKind::spares && seen.contains("spares"))
     throw ConfigError(std::string(origin) + ": spares is set but provider is " +
                       std::string(to_string(config.provider)) + ", not spares");
+  check_provision(config.provision, seen, origin);
   return config;
 }
 
@@ -326,6 +437,27 @@ std::string render(const DaemonConfig& config) {
   if (!config.provider_command.empty())
     out << "provider_command=" << config.provider_command.string() << "\n";
   if (!config.munge_socket.empty()) out << "munge_socket=" << config.munge_socket << "\n";
+  if (const auto& p = config.provision; p.mode == Provisioning::continuous) {
+    out << "node_provisioning=" << to_string(p.mode) << "\n"
+        << "groups_dir=" << p.groups_dir.string() << "\n"
+        << "provision_command=" << p.command.string() << "\n"
+        << "provision_timeout=" << seconds_text(p.timeout) << "\n"
+        << "max_parallel_creates=" << p.max_parallel_creates << "\n"
+        << "create_backoff=" << seconds_text(p.create_backoff) << "\n"
+        << "create_alert_after=" << p.create_alert_after << "\n"
+        << "capacity_backoff=" << seconds_text(p.capacity_backoff) << "\n"
+        << "max_bootstrap_failures=" << p.max_bootstrap_failures << "\n"
+        << "min_count_timeout=" << seconds_text(p.min_count_timeout) << "\n"
+        << "lifecycle_log_dir=" << p.lifecycle_log_dir.string() << "\n"
+        << "orphan_timeout=" << seconds_text(p.orphan_timeout) << "\n";
+    if (!p.slurm_conf_include.empty()) {
+      out << "slurm_conf_include=" << p.slurm_conf_include.string() << "\n";
+      if (!p.slurm_conf.empty()) out << "slurm_conf=" << p.slurm_conf.string() << "\n";
+      if (!p.slurmctld_restart_command.empty())
+        out << "slurmctld_restart_command=" << join(p.slurmctld_restart_command, " ") << "\n";
+      out << "slurmctld_restart_timeout=" << seconds_text(p.slurmctld_restart_timeout) << "\n";
+    }
+  }
   if (!config.local_restart_command.empty()) {
     out << "local_restart_command=";
     for (std::size_t i = 0; i < config.local_restart_command.size(); ++i)

@@ -296,3 +296,18 @@ CommandResult run_command(const std::vector<std::string>& args, std::chrono::mil
 }
 
 }  // namespace ar
+
+namespace ar {
+
+CommandResult ProcessRunner::run_with_env(const std::vector<std::string>& argv,
+                                          std::chrono::milliseconds timeout,
+                                          const std::vector<std::string>& environment) {
+  CommandOptions options;
+  std::vector<std::string> all;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) all.emplace_back(*e);
+  all.insert(all.end(), environment.begin(), environment.end());
+  options.environment = std::move(all);
+  return run_command(argv, timeout, options);
+}
+
+}  // namespace ar

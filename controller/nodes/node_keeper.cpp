@@ -184,9 +184,12 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
   std::erase_if(orphans_, [](std::future<std::string>& call) {
     return call.wait_for(seconds{0}) == std::future_status::ready;
   });
+  replacing_ = !calls_.empty();
   for (auto& repair : store_.node_repairs()) {
     try {
       advance(repair, nodes, protected_nodes);
+      replacing_ = replacing_ || repair.state == NodeRepairState::replacing ||
+                   repair.state == NodeRepairState::returning;
       errors_said_.erase("replacement of " + repair.node);
     } catch (const std::exception& e) {
       // Asked again at the next tick; said once while it persists, also
@@ -207,7 +210,7 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
 
 void NodeKeeper::find_new(const NodeMap& nodes) {
   for (const auto& [name, node] : nodes) {
-    if (!wants_replacement(*node)) {
+    if (!wants_replacement(*node) || elsewhere(name)) {
       no_provider_said_.erase(name);
       continue;
     }

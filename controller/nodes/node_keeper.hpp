@@ -33,6 +33,7 @@
 // pool while the pool is short.
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -134,6 +135,10 @@ class NodeKeeper {
   // chosen as their replacements.
   void tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes);
 
+  // Whether a replacement was under way at the last tick (its provider
+  // call, or the node's return): no slurmctld restart meanwhile.
+  bool replacing() const { return replacing_; }
+
   // The guard rails (gate.hpp): asked before every action of the keeper's
   // and of the resume engine's; the server's pause, unpause and
   // resume_actions go to it too.
@@ -142,10 +147,19 @@ class NodeKeeper {
   // The reason a spare node is drained with, and whether a node is a spare
   // ready to be taken.
   static constexpr const char* kSpareReason = "spare";
+  // Nodes someone else replaces (continuous provisioning's group nodes):
+  // never replaced nor made spares here.
+  void set_owned_elsewhere(std::function<bool(const std::string&)> owned) {
+    owned_elsewhere_ = std::move(owned);
+  }
   static bool is_spare(const slurm::NodeInfo& node);
 
  private:
   using Steady = Clock::Steady;
+  std::function<bool(const std::string&)> owned_elsewhere_;
+  bool elsewhere(const std::string& node) const {
+    return owned_elsewhere_ && owned_elsewhere_(node);
+  }
 
   // Where a node is, as slurmctld says.
   struct Whereabouts {
@@ -239,6 +253,7 @@ class NodeKeeper {
   bool mark_unheard(const std::string& node, double age, const std::string& checked);
   // The silent nodes whose cross-check has an answer: marked or let be.
   void settle_cross_checks();
+  bool replacing_ = false;  // replacing()
   std::set<std::string> no_provider_said_;
   std::map<std::string, std::future<std::string>> calls_;       // provider calls in flight
   std::vector<std::future<std::string>> orphans_;               // calls of dropped replacements

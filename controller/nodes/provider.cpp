@@ -10,13 +10,12 @@ std::string substitute(std::string word, const std::string& node) {
   return word;
 }
 
-// The last lines of a command's output, for an error message.
-std::string tail(const std::string& output) {
+}  // namespace
+
+std::string output_tail(const std::string& output) {
   constexpr std::size_t kKeep = 2000;
   return output.size() <= kKeep ? output : "..." + output.substr(output.size() - kKeep);
 }
-
-}  // namespace
 
 std::string run_restart_command(CommandRunner& runner, const std::vector<std::string>& command,
                                 const std::string& node, std::chrono::milliseconds timeout) {
@@ -26,7 +25,7 @@ std::string run_restart_command(CommandRunner& runner, const std::vector<std::st
   if (result.status == 0) return "";
   const auto how =
       !result.error.empty() ? result.error : words[0] + " exited " + std::to_string(result.status);
-  return how + "; output: " + tail(result.output);
+  return how + "; output: " + output_tail(result.output);
 }
 
 std::string replace_node(const DaemonConfig& config, CommandRunner& runner,

@@ -14,6 +14,10 @@
 
 namespace ar {
 
+// The last 2,000 bytes of a command's output ("..." first when cut), for
+// an error message.
+std::string output_tail(const std::string& output);
+
 // Runs `command` ("{node}" replaced by `node`) and waits for it up to
 // `timeout`. Returns an empty string on success, else why it failed, with
 // the tail of its output.

@@ -46,7 +46,8 @@ void NodeKeeper::keep_spares(const NodeMap& nodes, const std::set<std::string>& 
       const slurm::NodeInfo* pick = nullptr;
       for (const auto& m : members) {
         const auto it = nodes.find(m);
-        if (it == nodes.end() || drained.contains(m) || protected_nodes.contains(m)) continue;
+        if (it == nodes.end() || drained.contains(m) || protected_nodes.contains(m) || elsewhere(m))
+          continue;
         const auto& n = *it->second;
         if (!n.idle || n.drain || n.fail || n.down || n.not_responding || n.completing) continue;
         if (store_.node_repair(m)) continue;

@@ -51,7 +51,8 @@ struct DecidedMeanwhile {};
 // minutes: the relaunch does not wait past the grace for it.
 inline constexpr seconds kOldStepGrace{5};
 inline constexpr seconds kOldStepGone{60};
-// How long a registered step may be missing from Slurm before it is over.
+// How long a registered step may be missing from Slurm, its srun silent as
+// long, before it is over.
 inline constexpr seconds kLostStepGrace{15};
 // How long a helper allocation may stay pending before another node is chosen.
 inline constexpr seconds kHelperPatience{30};

@@ -105,6 +105,19 @@ void Engine::tick() {
   } catch (const std::exception& e) {
     log::warn("node keeper: {}", e.what());  // the protected steps come first
   }
+  if (provisioner_ != nullptr) {
+    try {
+      // No slurmctld restart for the include file while a step is repaired
+      // or a node replaced.
+      const bool repairing =
+          keeper_.replacing() || std::ranges::any_of(steps, [](const auto& step) {
+            return step.phase != RepairPhase::none;
+          });
+      provisioner_->tick(nodes, repairing);
+    } catch (const std::exception& e) {
+      log::warn("provisioning: {}", e.what());
+    }
+  }
   if (steps.empty()) {
     for (const auto& [host, count] : failed_probes_) keeper_.forget_peers(host);
     failed_probes_.clear();
@@ -274,6 +287,11 @@ std::optional<std::string> Engine::probe_fault(const std::string& host, unsigned
   return fmt::format("{} ({})", silent, check.detail);
 }
 
+bool Engine::missed_probe(const std::string& host) const {
+  const auto it = failed_probes_.find(host);
+  return it != failed_probes_.end() && it->second > 0;
+}
+
 NodeHealth Engine::health_of(const std::string& host, bool in_job, const NodeMap& nodes,
                              std::int64_t& instance) {
   NodeHealth health;
@@ -311,8 +329,12 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, co
     const auto health = health_of(host, contains(job.hosts, host), nodes, instance);
     if (const auto why = fault_of(host, health))
       found.push_back({{"node", host}, {"why", *why}, {"instance", instance}});
-    else if (health.known && !health.in_job)
+    else if (health.known && !health.in_job && instance != 0 && !missed_probe(host))
       released.push_back(host);
+    // Neither yet: a node that left the job but has not registered with
+    // slurmctld (restarted lately, from a state saved before the node
+    // joined the job: Slurm has not heard from it, dead or alive) or did
+    // not answer its last probe is looked at again at the next tick.
   }
   // While the step runs, the job's other nodes too (spares it holds; an
   // unprotected step of the job may run there): Slurm kills or requeues a
@@ -445,10 +467,8 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   // A node of an ended step still under suspicion (its cross-check under
   // way) holds the verdict back; decide_by bounds the wait.
   if (step.state == StepState::ended && clock_.since(step.ended()) >= config_.end_window &&
-      std::ranges::none_of(step_hosts(step), [this](const std::string& host) {
-        const auto it = failed_probes_.find(host);
-        return it != failed_probes_.end() && it->second > 0;
-      }))
+      std::ranges::none_of(step_hosts(step),
+                           [this](const std::string& host) { return missed_probe(host); }))
     decide(step, Verdict::no_fault,
            "no node of the step failed; srun keeps the step's own exit status");
 }
@@ -472,17 +492,24 @@ void Engine::job_gone(StoredStep& step, const std::optional<slurm::JobInfo>& job
 void Engine::check_lost(StoredStep& step, const slurm::JobInfo& job) {
   // A step whose srun died without asking (kill -9) would block the next
   // protected step of the job: once Slurm has forgotten it for a while,
-  // it is over.
+  // and its srun has not asked for as long, it is over. An srun that asks
+  // keeps it: a slurmctld SIGKILLed and back from its last saved state
+  // lists no step started since (Slurm does not save its state for a new
+  // step), while the step runs on.
   const auto k = key(step);
   if (slurm_.step_exists(job.job_id, step.step.step_id)) {
     missing_since_.erase(k);
-  } else if (const auto [it, first] = missing_since_.try_emplace(k, clock_.now());
-             !first && clock_.now() - it->second > kLostStepGrace) {
-    missing_since_.erase(it);
-    decide(step, Verdict::cancelled,
-           fmt::format("step {}.{} is gone and its srun never asked for a verdict",
-                       step.step.job_id, step.step.step_id));
+    return;
   }
+  const auto [it, first] = missing_since_.try_emplace(k, clock_.now());
+  const auto asked = verdict_asks_ != nullptr ? verdict_asks_->last(k) : std::nullopt;
+  if (first || clock_.now() - it->second <= kLostStepGrace ||
+      (asked && clock_.now() - *asked <= kLostStepGrace))
+    return;
+  missing_since_.erase(it);
+  decide(step, Verdict::cancelled,
+         fmt::format("step {}.{} is gone and its srun never asked for a verdict", step.step.job_id,
+                     step.step.step_id));
 }
 
 void Engine::decide(StoredStep& step, Verdict verdict, const std::string& message) {

@@ -30,7 +30,9 @@
 #include "autoresume/resume.hpp"
 #include "nodes/node_keeper.hpp"
 #include "nodes/probe.hpp"
+#include "provision/provisioner.hpp"
 #include "resume/exit_reports.hpp"
+#include "resume/verdict_asks.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
 
@@ -57,6 +59,12 @@ class Engine {
   // The step daemons' reports (the server's): a step's are forgotten once
   // the engine decides it.
   void share_exit_reports(ExitReports* reports) { exit_reports_ = reports; }
+  // When each step's srun last asked for its verdict (the server's): a
+  // registered step whose srun asks is not lost.
+  void share_verdict_asks(const VerdictAsks* asks) { verdict_asks_ = asks; }
+  // Continuous provisioning has its turn on the engine's thread too, after
+  // the node keeper, with the same node list (none: it is off).
+  void share_provisioner(Provisioner* provisioner) { provisioner_ = provisioner; }
 
  private:
   using Steady = Clock::Steady;
@@ -81,13 +89,16 @@ class Engine {
   bool overdue(StoredStep& step);
   // Nodes of the step at fault now, with why; records them for the repair.
   // `released` gets the step's nodes that left the job healthy (the job
-  // was shrunk under the step).
+  // was shrunk under the step): registered with slurmctld, and not silent
+  // at their last probe.
   // What Slurm says of `host` (its slurmd instance in `instance`).
   NodeHealth health_of(const std::string& host, bool in_job, const NodeMap& nodes,
                        std::int64_t& instance);
   // Why `host` is at fault: Slurm's word, else its probes once the crowd
   // guard and the cross-check allow (probe_fault); nothing if it is not.
   std::optional<std::string> fault_of(const std::string& host, const NodeHealth& health);
+  // Whether `host` missed its last probe (its count not back to 0 yet).
+  bool missed_probe(const std::string& host) const;
   proto::json faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
                      std::vector<std::string>& released);
   // A step whose job is no longer running: requeued, or ended.
@@ -191,6 +202,7 @@ class Engine {
   Store& store_;
   const DaemonConfig& config_;
   NodeKeeper& keeper_;
+  Provisioner* provisioner_ = nullptr;
   slurm::SlurmApi& slurm_;
   const Clock& clock_;
   Prober& prober_;
@@ -218,6 +230,7 @@ class Engine {
   std::set<std::string> said_unregistered_;
 
   ExitReports* exit_reports_ = nullptr;
+  const VerdictAsks* verdict_asks_ = nullptr;
 
   std::thread thread_;
   std::mutex mutex_;

@@ -94,11 +94,16 @@ json Service::dispatch(const proto::Request& request, uid_t caller, const std::s
     return do_nodes(node_op(NodesRequest::kOp, caller), NodesRequest::from_json(body)).to_json();
   if (op == PauseRequest::kOp || op == UnpauseRequest::kOp || op == ResumeActionsRequest::kOp)
     return do_guard(node_op(op.c_str(), caller), op, body, caller).to_json();
+  if (op == GroupsRequest::kOp || op == GroupSetRequest::kOp || op == GroupApplyRequest::kOp ||
+      op == GroupRetryRequest::kOp || op == GroupRollRequest::kOp || op == UsageRequest::kOp ||
+      op == LifecycleLogRequest::kOp || op == GroupPlanRequest::kOp)
+    return do_provision(op, body, caller);
   throw ProtocolError(code::kBadRequest,
                       "unknown op '" + op +
                           "' (known: hello, register, status, events, verdict, cancel, "
                           "tasks_exited, heartbeat, replace, nodes, pause, unpause, "
-                          "resume_actions)");
+                          "resume_actions, groups, group_set, group_apply, group_retry, "
+                          "group_roll, group_plan, usage, lifecycle_log)");
 }
 
 proto::HelloReply Service::do_hello(const proto::HelloRequest&, uid_t caller) {
@@ -201,14 +206,16 @@ proto::StatusReply Service::do_status(const proto::StatusRequest& request, uid_t
 proto::EventsReply Service::do_events(const proto::EventsRequest& request, uid_t caller) {
   const auto limit = request.limit.value_or(proto::kDefaultEventRows);
   auto rows = store_.events(privileged(caller) ? std::nullopt : std::optional(caller),
-                            request.since.value_or(0), request.after.value_or(0), limit + 1);
+                            request.since.value_or(0), request.after.value_or(0), limit + 1,
+                            {request.group, request.level});
   proto::EventsReply reply;
   std::size_t bytes = 0;
   for (auto& e : rows) {
     if (reply.events.size() == limit) break;
     if (!fits(reply.events,
               {e.id, e.at, e.job_id, std::move(e.run_id), std::move(e.kind), std::move(e.detail),
-               std::move(e.node), e.uid},
+               std::move(e.node), e.uid, std::move(e.group), std::move(e.level),
+               std::move(e.resource)},
               bytes))
       break;
     reply.next = e.id;
@@ -306,6 +313,7 @@ proto::VerdictReply::Relaunch relaunch_plan(const StoredStep& step) {
 
 proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, uid_t caller) {
   auto step = owned_step(request.run_id, request.attempt, caller);
+  verdict_asks_.asked(fmt::format("{}#{}", step.step.run_id, step.step.attempt), clock_.now());
   bool marked = false;
   if (request.ended && step.state == StepState::registered) {
     const auto now = clock_.stamp();

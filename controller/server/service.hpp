@@ -15,7 +15,9 @@
 #include "autoresume/clock.hpp"
 #include "autoresume/protocol.hpp"
 #include "nodes/node_keeper.hpp"
+#include "provision/provisioner.hpp"
 #include "resume/exit_reports.hpp"
+#include "resume/verdict_asks.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
 
@@ -42,6 +44,12 @@ class Service {
   // The step daemons' reports of their tasks' exit (tasks_exited): the
   // engine forgets a step's once it decides it.
   ExitReports& exit_reports() { return exit_reports_; }
+  // Continuous provisioning's ops go to `provisioner` (before the server
+  // starts); without one they answer `unavailable`.
+  void share_provisioner(Provisioner* provisioner) { provisioner_ = provisioner; }
+  // When each step's srun last asked for its verdict: the engine takes a
+  // step whose srun asks for alive, whatever slurmctld lists.
+  VerdictAsks& verdict_asks() { return verdict_asks_; }
 
  private:
   // Throws forbidden with `message`; unavailable while slurmctld cannot say
@@ -75,6 +83,15 @@ class Service {
                              uid_t caller);
   // Refuses the caller unless privileged; unavailable without a keeper.
   NodeKeeper& node_op(const char* op, uid_t caller);
+  // Continuous provisioning's ops (service.cpp's provisioning part):
+  // refused unless privileged; unavailable while provisioning is off.
+  Provisioner& provision_op(const std::string& op, uid_t caller);
+  proto::json do_provision(const std::string& op, const proto::json& body, uid_t caller);
+  proto::GroupsReply do_groups(const Provisioner& provisioner);
+  proto::GroupPlanReply do_group_plan(Provisioner& provisioner);
+  proto::UsageReply do_usage(const proto::UsageRequest& request);
+  proto::LifecycleLogReply do_lifecycle_log(const Provisioner& provisioner,
+                                            const proto::LifecycleLogRequest& request);
   // The step registered as run_id and attempt, if the caller may act on it.
   StoredStep owned_step(const std::string& run_id, std::uint32_t attempt, uid_t caller);
   // When srun first said the step ended, kept here while the store cannot
@@ -89,6 +106,7 @@ class Service {
   std::function<void()> wake_;
   NodeKeeper* keeper_;
   const DaemonConfig* config_;
+  Provisioner* provisioner_ = nullptr;
   std::mutex mutex_;  // guards slurm_user_: requests are served by several threads
   std::optional<uid_t> slurm_user_;
   // Guarded by mutex_ as well: the steps' ends the store could not take,
@@ -97,6 +115,7 @@ class Service {
   std::set<std::string> store_failures_;
   std::string lookup_error_;  // why slurmctld could not say who SlurmUser is
   ExitReports exit_reports_;  // locks itself
+  VerdictAsks verdict_asks_;  // locks itself
 };
 
 }  // namespace ar

@@ -107,7 +107,7 @@ constexpr const char* kStepColumns =
     " verdict, message, phase, repair, rowid, created_boot_ms, created_boot_id, ended_boot_ms,"
     " ended_boot_id, min_nodes";
 // PRAGMA user_version of the current schema.
-constexpr int kSchemaVersion = 7;
+constexpr int kSchemaVersion = 8;
 
 StoredStep read_step(const Statement& s) {
   StoredStep out;
@@ -209,11 +209,18 @@ void Store::migrate() {
   for (const auto& [name, type] : added)
     if (std::find(columns.begin(), columns.end(), name) == columns.end())
       exec(("ALTER TABLE steps ADD COLUMN " + std::string(name) + " " + type).c_str());
-  // Schema 2 lacks the events' node.
-  bool has_node = false;
+  // Schema 2 lacks the events' node; schema 7 their group, level and resource.
+  std::vector<std::string> event_columns;
   Statement events(db_, "PRAGMA table_info(events)");
-  while (events.step()) has_node = has_node || events.text(1) == "node";
-  if (!has_node) exec("ALTER TABLE events ADD COLUMN node TEXT NOT NULL DEFAULT ''");
+  while (events.step()) event_columns.push_back(events.text(1));
+  const std::pair<const char*, const char*> event_added[] = {
+      {"node", kEmpty},
+      {"group_name", kEmpty},
+      {"level", "TEXT NOT NULL DEFAULT 'info'"},
+      {"resource", kEmpty}};
+  for (const auto& [name, type] : event_added)
+    if (std::find(event_columns.begin(), event_columns.end(), name) == event_columns.end())
+      exec(("ALTER TABLE events ADD COLUMN " + std::string(name) + " " + type).c_str());
   // Schema 3 may lack the provider's call time (added without a version of
   // its own), and lacks who requested a replacement; schema 4 the boot times.
   std::vector<std::string> repair_columns;
@@ -233,6 +240,16 @@ void Store::migrate() {
       " id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, kind TEXT NOT NULL,"
       " node TEXT NOT NULL);"
       "CREATE INDEX IF NOT EXISTS guard_actions_at ON guard_actions (kind, at);");
+  // Schema 7 and older lack continuous provisioning's state and metering.
+  exec(
+      "CREATE TABLE IF NOT EXISTS provision_state ("
+      " id INTEGER PRIMARY KEY CHECK (id = 1), state TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS instances ("
+      " token TEXT PRIMARY KEY, group_name TEXT NOT NULL, node TEXT NOT NULL,"
+      " instance_id TEXT NOT NULL, operation INTEGER NOT NULL, requested INTEGER NOT NULL,"
+      " started INTEGER NOT NULL, in_service INTEGER NOT NULL, terminated INTEGER NOT NULL,"
+      " end_reason TEXT NOT NULL);"
+      "CREATE INDEX IF NOT EXISTS instances_group ON instances (group_name, requested);");
   exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
 }
 
@@ -489,19 +506,34 @@ std::vector<StoredStep> Store::steps(std::optional<uid_t> uid, std::optional<std
 }
 
 std::vector<Event> Store::events(std::optional<uid_t> uid, std::int64_t since, std::int64_t after,
-                                 std::uint32_t limit) {
+                                 std::uint32_t limit, const EventFilter& filter) {
+  std::int64_t min_rank = 0;
+  if (filter.level == "warning") min_rank = 1;
+  if (filter.level == "error") min_rank = 2;
   std::lock_guard lock(mutex_);
   Statement s(db_,
-              "SELECT id, at, job_id, run_id, kind, detail, node, uid FROM events"
-              " WHERE (?1 < 0 OR uid = ?1) AND at >= ?2 AND id > ?3 ORDER BY id LIMIT ?4");
+              "SELECT id, at, job_id, run_id, kind, detail, node, uid, group_name, level,"
+              " resource FROM events"
+              " WHERE (?1 < 0 OR uid = ?1) AND at >= ?2 AND id > ?3"
+              " AND (?5 = '' OR group_name = ?5)"
+              " AND (CASE level WHEN 'error' THEN 2 WHEN 'warning' THEN 1 ELSE 0 END) >= ?6"
+              " ORDER BY id LIMIT ?4");
   s.bind(1, uid ? static_cast<std::int64_t>(*uid) : -1)
       .bind(2, since)
       .bind(3, after)
-      .bind(4, static_cast<std::int64_t>(limit));
+      .bind(4, static_cast<std::int64_t>(limit))
+      .bind(5, filter.group)
+      .bind(6, min_rank);
   std::vector<Event> out;
-  while (s.step())
-    out.push_back({s.integer(0), s.integer(1), static_cast<std::uint32_t>(s.integer(2)), s.text(3),
-                   s.text(4), s.text(5), s.text(6), s.integer(7)});
+  while (s.step()) {
+    Event e{s.integer(0), s.integer(1), static_cast<std::uint32_t>(s.integer(2)),
+            s.text(3),    s.text(4),    s.text(5),
+            s.text(6),    s.integer(7), s.text(8),
+            s.text(9),    s.text(10)};
+    if (e.resource.empty())
+      e.resource = e.job_id != 0 ? "job" : !e.node.empty() ? "node" : "cluster";
+    out.push_back(std::move(e));
+  }
   return out;
 }
 
@@ -713,6 +745,74 @@ std::optional<Stamp> get_stamp(const proto::json& facts, const std::string& name
     out.boot_ms = ms->get<std::int64_t>();
     out.boot_id = id->get<std::string>();
   }
+  return out;
+}
+
+}  // namespace ar
+
+namespace ar {
+
+std::optional<proto::json> Store::provision_state() {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, "SELECT state FROM provision_state WHERE id = 1");
+  if (!s.step()) return std::nullopt;
+  return proto::json::parse(s.text(0));
+}
+
+void Store::save_provision(const proto::json& state, const std::vector<ClusterEvent>& events,
+                           const std::vector<InstanceRecord>& records) {
+  std::lock_guard lock(mutex_);
+  transaction([&] {
+    Statement save(db_, "INSERT OR REPLACE INTO provision_state (id, state) VALUES (1, ?)");
+    save.bind(1, state.dump());
+    save.step();
+    const auto at = clock_.unix_now();
+    for (const auto& e : events) {
+      Statement insert(db_,
+                       "INSERT INTO events (at, job_id, run_id, uid, kind, detail, node,"
+                       " group_name, level, resource) VALUES (?, 0, '', 0, ?, ?, ?, ?, ?, ?)");
+      insert.bind(1, at)
+          .bind(2, e.kind)
+          .bind(3, shortened(e.detail, kMaxDetailBytes))
+          .bind(4, e.node)
+          .bind(5, e.group)
+          .bind(6, e.level)
+          .bind(7, e.resource);
+      insert.step();
+    }
+    for (const auto& r : records) {
+      Statement upsert(db_,
+                       "INSERT OR REPLACE INTO instances (token, group_name, node, instance_id,"
+                       " operation, requested, started, in_service, terminated, end_reason)"
+                       " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      upsert.bind(1, r.token)
+          .bind(2, r.group)
+          .bind(3, r.node)
+          .bind(4, r.instance_id)
+          .bind(5, static_cast<std::int64_t>(r.operation))
+          .bind(6, r.requested)
+          .bind(7, r.started)
+          .bind(8, r.in_service)
+          .bind(9, r.terminated)
+          .bind(10, r.end_reason);
+      upsert.step();
+    }
+  });
+}
+
+std::vector<InstanceRecord> Store::instance_records(const std::string& group, std::int64_t since) {
+  std::lock_guard lock(mutex_);
+  Statement s(db_,
+              "SELECT token, group_name, node, instance_id, operation, requested, started,"
+              " in_service, terminated, end_reason FROM instances"
+              " WHERE (?1 = '' OR group_name = ?1) AND (terminated = 0 OR terminated >= ?2)"
+              " ORDER BY requested, token");
+  s.bind(1, group).bind(2, since);
+  std::vector<InstanceRecord> out;
+  while (s.step())
+    out.push_back({s.text(0), s.text(1), s.text(2), s.text(3),
+                   static_cast<std::uint64_t>(s.integer(4)), s.integer(5), s.integer(6),
+                   s.integer(7), s.integer(8), s.text(9)});
   return out;
 }
 

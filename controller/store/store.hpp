@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "autoresume/clock.hpp"
+#include "autoresume/instances.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/states.hpp"
 
@@ -68,8 +69,23 @@ struct Event {
   std::string run_id;
   std::string kind;
   std::string detail;
-  std::string node;      // set for the events of a node (marks, replacements)
-  std::int64_t uid = 0;  // on whose behalf: a step's owner, a replacement's requester, 0
+  std::string node;            // set for the events of a node (marks, replacements)
+  std::int64_t uid = 0;        // on whose behalf: a step's owner, a replacement's requester, 0
+  std::string group;           // a node group's events (continuous provisioning)
+  std::string level = "info";  // info, warning or error
+  // What the event is about: cluster, group, instance, node or job
+  // (stored for provisioning's events, derived for the others).
+  std::string resource;
+};
+
+// An event of continuous provisioning (provision.hpp's, by name).
+struct ClusterEvent {
+  std::string kind;
+  std::string level;     // info, warning, error
+  std::string resource;  // cluster, group, instance, node
+  std::string group;
+  std::string node;
+  std::string detail;
 };
 
 struct NodeRepair {
@@ -154,9 +170,14 @@ class Store {
                                 std::optional<std::int64_t> before = {},
                                 std::uint32_t limit = 0xffffffffU);
   // Events from `since` (unix seconds) on, oldest first; only those of
-  // `uid` unless it is nullopt, with an id above `after`; `limit` at most.
+  // `uid` unless it is nullopt, with an id above `after`, of `filter`'s
+  // group and level or graver; `limit` at most.
+  struct EventFilter {
+    std::string group;  // empty: any
+    std::string level;  // info, warning, error; empty: any
+  };
   std::vector<Event> events(std::optional<uid_t> uid, std::int64_t since, std::int64_t after = 0,
-                            std::uint32_t limit = 0xffffffffU);
+                            std::uint32_t limit = 0xffffffffU, const EventFilter& filter = {});
   // Forgets decided steps last changed before `cutoff` (unix seconds), and
   // events from before it; returns how many rows went.
   std::size_t prune(std::int64_t cutoff);
@@ -190,6 +211,17 @@ class Store {
   std::uint32_t actions_since(const std::string& kind, std::int64_t since);
   // Forgets every counted action (the breaker's counts start again).
   void forget_actions();
+
+  // Continuous provisioning: its whole state (provision.hpp's JSON; nothing
+  // before the first save), saved with its events and the instances'
+  // metering records (upserted by token) in one transaction.
+  std::optional<proto::json> provision_state();
+  void save_provision(const proto::json& state, const std::vector<ClusterEvent>& events,
+                      const std::vector<InstanceRecord>& records);
+  // Metering records of `group` (every group if empty), oldest first; those
+  // that ended before `since` (unix seconds) are left out.
+  std::vector<InstanceRecord> instance_records(const std::string& group = {},
+                                               std::int64_t since = 0);
 
  private:
   const Clock& clock_;

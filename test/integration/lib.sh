@@ -80,6 +80,10 @@ _cleanup() {
       echo "--- cluster state at failure:" >&2
       "$CLUSTER_CMD" status "$CLUSTER" >&2 || true
       tail -n 20 "$CLUSTER"/log/slurmctld.log >&2 2>/dev/null || true
+      if [[ -f $WORK/controller.log ]]; then
+        echo "--- the controller's log, last lines:" >&2
+        tail -n 40 "$WORK/controller.log" >&2
+      fi
     fi
     "$CLUSTER_CMD" down "$CLUSTER" >/dev/null || echo "warning: cluster down failed" >&2
   fi
@@ -155,6 +159,83 @@ set_plugstack() {
   else
     printf '%s %s %s\n' "$mode" "$AR_PLUGIN" "$args" >"$CLUSTER/etc/plugstack.conf"
   fi
+}
+
+# power_saving RESUME_TIMEOUT: sets POWER_SAVING to scripts/cluster up's
+# options for continuous provisioning's CLOUD slots (docs/provisioning.md,
+# "The CLOUD state machine"): power saving on, programs that do nothing, the
+# static nodes' partition (debug) never powered down, the power-save thread
+# and the scheduler every second, ResumeTimeout as given.
+power_saving() {
+  # shellcheck disable=SC2034 # used by the tests that source this file
+  POWER_SAVING=(--conf-line 'SuspendProgram=/bin/true' --conf-line 'ResumeProgram=/bin/true'
+    --conf-line 'SuspendTime=3600' --conf-line 'SuspendExcParts=debug'
+    --conf-line "ResumeTimeout=$1" --conf-line 'SuspendTimeout=2'
+    --conf-line 'SlurmctldParameters=power_save_interval=1,power_save_min_interval=0'
+    --conf-line 'SchedulerParameters=permit_job_expansion,sched_interval=1')
+}
+
+# group_slots N GROUP...: $WORK/slots.conf declares N CLOUD slots GROUP-1..N
+# per group on this host, each with a port of its own, and SLOTS holds
+# cluster_up's options for them: the power saving of power_saving (a 60 s
+# ResumeTimeout), the slots' file and a partition pGROUP per group that
+# never powers down by itself (docs/provisioning.md).
+group_slots() {
+  local n=$1 group i ports
+  shift
+  : >"$WORK/slots.conf"
+  mapfile -t ports < <("$CLUSTER_CMD" free-ports $((n * $#)))
+  for group in "$@"; do
+    for ((i = 1; i <= n; i++)); do
+      echo "NodeName=$group-$i NodeHostname=$(hostname -s) Port=${ports[0]} CPUs=2 State=CLOUD" \
+        >>"$WORK/slots.conf"
+      ports=("${ports[@]:1}")
+    done
+  done
+  power_saving 60
+  SLOTS=("${POWER_SAVING[@]}" --conf-line "Include $WORK/slots.conf")
+  for group in "$@"; do
+    SLOTS+=(--conf-line "PartitionName=p$group Nodes=$group-[1-$n] SuspendTime=INFINITE")
+  done
+}
+
+# shellcheck disable=SC2120 # arguments are optional
+# provisioning_up [LINES]: auto-resumed with continuous provisioning through
+# the local provider on this test's cluster (groups in $WORK/groups,
+# lifecycle logs in $WORK/lifecycle, creates retried after 1 s), plus LINES
+# (more settings, one per line).
+provisioning_up() {
+  export AR_LOCAL_CLUSTER=$CLUSTER
+  CONTROLLER_CONF="node_provisioning=continuous
+provision_command=$AR_SOURCE_DIR/scripts/local-provider
+groups_dir=$WORK/groups
+lifecycle_log_dir=$WORK/lifecycle
+create_backoff=1${1:+
+$1}" controller_up
+}
+
+# free_port_range N: the first of N consecutive TCP ports nobody listens on now.
+free_port_range() {
+  python3 - "$1" <<'PY'
+import random, socket, sys
+n = int(sys.argv[1])
+for _ in range(200):
+    base = random.randrange(20000, 60000 - n)
+    socks = []
+    try:
+        for port in range(base, base + n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("0.0.0.0", port))
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(base)
+    sys.exit(0)
+sys.exit("no free range of %d ports" % n)
+PY
 }
 
 # free_port: a TCP port nobody listens on now.
@@ -294,27 +375,32 @@ assert_eq() {  # ACTUAL EXPECTED WHAT
   [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"
 }
 
+# environ_pids GREP_ARGS...: processes with an environment entry matching the
+# whole-line pattern (one grep over every environment: a scan forking per
+# process took seconds on a loaded machine, long enough for Slurm to act).
+environ_pids() { { grep -lzx "$@" /proc/[0-9]*/environ 2>/dev/null || true; } | cut -d/ -f3; }
+
 # live_pids DIR [NODE]: live (non-zombie) processes of the cluster under DIR,
 # or of one of its nodes: its daemons (by the AR_CLUSTER markers in their
 # environment) and job tasks (by SLURM_CONF and SLURMD_NODENAME).
 live_pids() {
-  local dir=$1 node=${2:-} pid env state
-  for pid in /proc/[0-9]*; do
-    pid=${pid#/proc/}
-    env=$( (tr '\0' '\n' <"/proc/$pid/environ") 2>/dev/null) || continue
-    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || continue
-    [[ $state != Z ]] || continue
+  local dir=$1 node=${2:-} pid stat
+  local -A conf=()
+  for pid in $(environ_pids -F -e "SLURM_CONF=$dir/etc/slurm.conf"); do conf[$pid]=1; done
+  {
     if [[ -n $node ]]; then
-      grep -qxF "AR_CLUSTER_NODE=$dir:$node" <<<"$env" ||
-        { grep -qxF "SLURM_CONF=$dir/etc/slurm.conf" <<<"$env" &&
-          grep -qxF "SLURMD_NODENAME=$node" <<<"$env"; } || continue
+      environ_pids -F -e "AR_CLUSTER_NODE=$dir:$node"
+      for pid in $(environ_pids -F -e "SLURMD_NODENAME=$node"); do [[ -z ${conf[$pid]:-} ]] || echo "$pid"; done
     else
-      grep -qxF "AR_CLUSTER=$dir" <<<"$env" ||
-        { grep -qxF "SLURM_CONF=$dir/etc/slurm.conf" <<<"$env" &&
-          grep -q "^SLURMD_NODENAME=" <<<"$env"; } || continue
+      environ_pids -F -e "AR_CLUSTER=$dir"
+      for pid in $(environ_pids -E -e 'SLURMD_NODENAME=.*'); do [[ -z ${conf[$pid]:-} ]] || echo "$pid"; done
     fi
-    echo "$pid"
+  } | sort -un | while read -r pid; do
+    { read -r stat <"/proc/$pid/stat"; } 2>/dev/null || continue
+    stat=${stat##*) }   # the state follows the command name in parentheses
+    [[ -n $stat && ${stat:0:1} != Z ]] && echo "$pid"
   done
+  return 0
 }
 
 # make_training_step: $WORK/step.sh CKPT STEPS, a stand-in for training run

@@ -26,13 +26,18 @@ printf 'provider=local\nmax_attempts=4\n' >"$tmp/good.conf"
 # The effective config names every setting: for a file that sets them all,
 # both binaries print exactly these keys, once each (a setting added to or
 # dropped from the controller's config must be added to or dropped from this
-# list too). The last five are printed only when set.
+# list too). Those after max_replacements_per_hour are printed only when
+# set (the provisioning ones with node_provisioning=continuous).
 settings=(listen state_dir provider max_attempts attempt_window healthy_after backoff
   probe_interval probe_failures probe_max_silent_percent end_window repair_timeout min_time_left provider_timeout provider_retries provider_backoff
   register_timeout heartbeat_timeout heartbeat_max_silent_percent retention
   auth_timeout max_unauthenticated max_user_connections reserved_fds privileged_connections
   mode max_marks_per_hour max_replacements_per_hour
-  spares provider_command munge_socket local_restart_command heartbeat_bind)
+  spares provider_command munge_socket local_restart_command heartbeat_bind
+  node_provisioning groups_dir provision_command provision_timeout max_parallel_creates
+  create_backoff create_alert_after capacity_backoff max_bootstrap_failures min_count_timeout
+  lifecycle_log_dir orphan_timeout slurm_conf slurm_conf_include slurmctld_restart_command
+  slurmctld_restart_timeout)
 printf '%s\n' "${settings[@]}" | sort >"$tmp/settings"
 printf '%s\n' "${settings[@]:0:28}" | sort >"$tmp/settings-unset"
 cat >"$tmp/full.conf" <<'CONF'
@@ -42,6 +47,11 @@ provider_command=/usr/local/sbin/replace-node
 munge_socket=/run/munge/munge.socket.2
 local_restart_command=/usr/local/sbin/restart-node {node}
 heartbeat_bind=gpu[1-8]=10.1.0.0/24
+node_provisioning=continuous
+provision_command=/usr/local/sbin/provision
+slurm_conf=/etc/slurm/slurm.conf
+slurm_conf_include=/etc/slurm/auto-resume-nodes.conf
+slurmctld_restart_command=/usr/bin/systemctl restart slurmctld
 CONF
 printf 'provider=local\n' >"$tmp/minimal.conf"
 # same_keys WHAT EXPECTED_FILE: the keys of the config on stdin are those of
@@ -96,6 +106,19 @@ for bad in "pause --reason" "unpause extra" "resume-actions --now"; do
   "$cli" --controller 127.0.0.1:1 $bad >"$tmp/out" 2>&1 || rc=$?
   ((rc != 0)) || fail "auto-resume $bad was accepted"
   grep -q -- "${bad##* }" "$tmp/out" || fail "auto-resume $bad: the bad argument is not named: $(cat "$tmp/out")"
+  if grep -q "no answer from the controller" "$tmp/out"; then fail "auto-resume $bad asked the controller"; fi
+done
+
+# Continuous provisioning's commands: the same, with what the error must say.
+for spec in "events --level debug|debug" "group roll a --batch 0|0" \
+  "group set a size=1|unknown key 'size'" "group set a count=x|invalid value 'x' for count" \
+  "group set a|VALUES is required" "group bogus|bogus" "group|say what" "usage --since yesterday|yesterday"; do
+  bad=${spec%%|*} says=${spec#*|}
+  rc=0
+  # shellcheck disable=SC2086 # the subcommand and its arguments
+  "$cli" --controller 127.0.0.1:1 $bad >"$tmp/out" 2>&1 || rc=$?
+  ((rc != 0)) || fail "auto-resume $bad was accepted"
+  grep -qF -- "$says" "$tmp/out" || fail "auto-resume $bad does not say '$says': $(cat "$tmp/out")"
   if grep -q "no answer from the controller" "$tmp/out"; then fail "auto-resume $bad asked the controller"; fi
 done
 

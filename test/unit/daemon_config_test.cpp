@@ -409,3 +409,78 @@ TEST_CASE("a relaunch budget that cannot run out, or outlives retention, is warn
   REQUIRE(retention.size() == 1);
   CHECK_THAT(retention[0], Contains("attempt_window=86400 s is longer than retention=3600 s"));
 }
+
+TEST_CASE("continuous provisioning: off by default, its keys checked and rendered",
+          "[daemon_config]") {
+  CHECK(ar::parse_daemon_config("provider=local\n", "f").provision.mode == ar::Provisioning::off);
+  const auto config = ar::parse_daemon_config(
+      "provider=local\n"
+      "node_provisioning=continuous\n"
+      "provision_command=/usr/local/sbin/provision\n"
+      "groups_dir=/srv/groups\n"
+      "max_parallel_creates=4\n"
+      "create_backoff=2\n"
+      "capacity_backoff=30\n"
+      "min_count_timeout=60\n"
+      "orphan_timeout=0\n",
+      "f.conf");
+  const auto& p = config.provision;
+  CHECK(p.mode == ar::Provisioning::continuous);
+  CHECK(p.command == "/usr/local/sbin/provision");
+  CHECK(p.groups_dir == "/srv/groups");
+  CHECK(p.max_parallel_creates == 4);
+  CHECK(p.create_backoff == std::chrono::seconds{2});
+  CHECK(p.capacity_backoff == std::chrono::seconds{30});
+  CHECK(p.min_count_timeout == std::chrono::seconds{60});
+  CHECK(p.max_bootstrap_failures == 3);
+  const auto again = ar::parse_daemon_config(ar::render(config), "r");
+  CHECK(again.provision.command == p.command);
+  CHECK(again.provision.min_count_timeout == p.min_count_timeout);
+  CHECK(again.provision.lifecycle_log_dir == p.lifecycle_log_dir);
+  CHECK(p.orphan_timeout == std::chrono::seconds{0});
+  CHECK(again.provision.orphan_timeout == p.orphan_timeout);
+  CHECK(ar::parse_daemon_config("provider=local\n", "f").provision.orphan_timeout ==
+        std::chrono::minutes{30});
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nnode_provisioning=continuous\n"
+                                            "provision_command=/p\norphan_timeout=-1\n",
+                                            "f.conf"),
+                    Catch::Contains("'-1' for orphan_timeout"));
+
+  // Merge mode's keys.
+  const auto merge = ar::parse_daemon_config(
+      "provider=local\nnode_provisioning=continuous\nprovision_command=/p\n"
+      "slurm_conf_include=/etc/slurm/nodes.conf\n"
+      "slurmctld_restart_command=/usr/bin/systemctl restart slurmctld\n"
+      "slurmctld_restart_timeout=30\n",
+      "f.conf");
+  CHECK(merge.provision.slurm_conf_include == "/etc/slurm/nodes.conf");
+  CHECK(merge.provision.slurmctld_restart_command ==
+        std::vector<std::string>{"/usr/bin/systemctl", "restart", "slurmctld"});
+  CHECK(merge.provision.slurmctld_restart_timeout == std::chrono::seconds{30});
+  const auto merge_again = ar::parse_daemon_config(ar::render(merge), "r").provision;
+  CHECK(merge_again.slurmctld_restart_command == merge.provision.slurmctld_restart_command);
+  CHECK(merge_again.slurm_conf_include == merge.provision.slurm_conf_include);
+  CHECK(p.slurm_conf_include.empty());
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nnode_provisioning=continuous\n"
+                                            "provision_command=/p\n"
+                                            "slurmctld_restart_command=/bin/true\n",
+                                            "f.conf"),
+                    Contains("slurmctld_restart_command is set but slurm_conf_include is not"));
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nnode_provisioning=continuous\n"
+                                            "provision_command=/p\n"
+                                            "slurm_conf_include=nodes.conf\n",
+                                            "f.conf"),
+                    Contains("'nodes.conf'") && Contains("slurm_conf_include"));
+
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nnode_provisioning=on\n", "f.conf"),
+                    Contains("f.conf:2:") && Contains("'on'") && Contains("continuous"));
+  CHECK_THROWS_WITH(
+      ar::parse_daemon_config("provider=local\nnode_provisioning=continuous\n", "f.conf"),
+      Contains("f.conf:") && Contains("needs provision_command"));
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\ngroups_dir=/g\n", "f.conf"),
+                    Contains("groups_dir is set but node_provisioning is off"));
+  CHECK_THROWS_WITH(ar::parse_daemon_config("provider=local\nnode_provisioning=continuous\n"
+                                            "provision_command=/p\nmax_parallel_creates=0\n",
+                                            "f.conf"),
+                    Contains("f.conf:4:") && Contains("'0'"));
+}

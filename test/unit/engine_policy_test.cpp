@@ -165,6 +165,28 @@ TEST_CASE("a step Slurm forgot for over 15 s while registered is cancelled", "[e
   CHECK(rig.step().message == "step 10.0 is gone and its srun never asked for a verdict");
 }
 
+TEST_CASE("a step Slurm forgot while its srun still asks is not written off", "[engine]") {
+  // slurmctld SIGKILLed and back from its last saved state, which lacks a
+  // step started since: the step and its srun run on.
+  Rig rig;
+  ar::VerdictAsks asks;
+  rig.engine->share_verdict_asks(&asks);
+  rig.protect();
+  rig.slurm.steps.clear();
+  for (int second = 0; second < 30; ++second) {
+    asks.asked("r#0", rig.clock.now());
+    rig.engine->tick();
+    rig.clock.advance(1s);
+  }
+  CHECK(rig.step().state == StepState::registered);
+  // Its srun stops asking (killed): the step is over once the grace passes.
+  rig.clock.advance(16s);
+  rig.engine->tick();
+  rig.clock.advance(16s);
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::cancelled);
+}
+
 TEST_CASE("a step cancelled by its srun mid-repair stays cancelled", "[engine]") {
   Rig rig;
   rig.protect();

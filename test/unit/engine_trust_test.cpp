@@ -34,6 +34,59 @@ TEST_CASE("a node the job released while Slurm shows it healthy is no fault", "[
   CHECK(rig.detail("no_fault") == step.message);
 }
 
+TEST_CASE(
+    "a slurmctld restarted from a state saved before a node joined the job, that node dead, "
+    "is no release: the step is resumed",
+    "[engine][trust]") {
+  Rig rig;
+  rig.protect();
+  rig.engine->tick();
+  // node4's slurmd dies, and slurmctld is SIGKILLed and comes back from a
+  // state it saved before node4 joined the job: no node4 in the job, no
+  // record of the running step, node4 not registered with it (and never
+  // again: it is dead). Slurm has not yet seen node4 stop answering.
+  rig.prober.dead.insert(rig.slurm.nodes.at("node4").address);
+  shrink_by_hand(rig.slurm, {"node1", "node2", "node3"});
+  rig.slurm.steps.erase({10, 0});
+  rig.slurm.nodes["node4"].slurmd_start_time = 0;
+  rig.clock.advance(1s);
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::registered);  // not no_fault: nothing says node4 lives
+  // Its probes go unanswered: a fault, and the step is resumed.
+  REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK_FALSE(rig.has_event("no_fault"));
+  CHECK_FALSE(rig.slurm.updated("fail node4"));  // not the job's: not the engine's to mark
+}
+
+TEST_CASE(
+    "a node that left the job is released only once slurmctld lists it registered and its "
+    "last probe answered",
+    "[engine][trust]") {
+  Rig rig;
+  rig.protect();
+  rig.engine->tick();
+  shrink_by_hand(rig.slurm, {"node1", "node2", "node3"});
+  SECTION("not registered with a slurmctld restarted lately") {
+    rig.slurm.nodes["node4"].slurmd_start_time = 0;
+    rig.clock.advance(1s);
+    rig.engine->tick();
+    CHECK(rig.step().state == StepState::registered);
+    rig.slurm.nodes["node4"].slurmd_start_time = 2000;  // it registers
+  }
+  SECTION("silent at its last probe") {
+    rig.prober.dead.insert(rig.slurm.nodes.at("node4").address);
+    rig.clock.advance(1s);
+    rig.engine->tick();
+    CHECK(rig.step().state == StepState::registered);
+    rig.prober.dead.clear();  // it answers again
+  }
+  rig.clock.advance(1s);
+  rig.engine->tick();
+  REQUIRE(rig.step().state == StepState::decided);
+  CHECK(rig.step().verdict == Verdict::no_fault);
+}
+
 TEST_CASE("a node that left the job and is DOWN is a fault but is not marked by the engine",
           "[engine][trust]") {
   Rig rig;

@@ -140,6 +140,7 @@ const std::vector<slurm::NodeInfo>& FakeSlurm::load_nodes() {
       return j.running && std::find(j.hosts.begin(), j.hosts.end(), name) != j.hosts.end();
     });
     n.idle = !n.down && !n.allocated;
+    if (n.cloud && n.powered_down) continue;  // hidden, as Slurm hides it
     listed_.push_back(n);
   }
   return listed_;
@@ -200,6 +201,57 @@ void FakeSlurm::undrain_node(const std::string& name) {
   n.drain = false;
   n.reason.clear();
   updates.push_back("undrain " + name);
+}
+
+// As measured on Slurm 22.05: POWER_UP keeps a drain but drops its Reason.
+void FakeSlurm::power_up(const std::string& name) {
+  check_reachable();
+  auto& n = node(name);
+  n.powered_down = false;
+  n.powering_up = true;
+  n.reason.clear();
+  updates.push_back("power_up " + name);
+}
+
+// The slot starts powering down at once, which clears any drain (as Slurm
+// does); finish_power_down ends it.
+void FakeSlurm::power_down(const std::string& name, const std::string& how) {
+  check_reachable();
+  auto& n = node(name);
+  n.powering_down = true;
+  n.powering_up = false;
+  n.drain = false;
+  n.reason.clear();
+  updates.push_back(how + " " + name);
+}
+
+// As measured on Slurm 22.05: POWER_DOWN_ASAP leaves a node that is still
+// powering up (its slurmd has not registered) as it is; only _FORCE acts.
+void FakeSlurm::power_down_asap(const std::string& name) {
+  if (node(name).powering_up) {
+    check_reachable();
+    updates.push_back("power_down_asap " + name + " (ignored: powering up)");
+    return;
+  }
+  power_down(name, "power_down_asap");
+}
+
+void FakeSlurm::power_down_force(const std::string& name) { power_down(name, "power_down_force"); }
+
+void FakeSlurm::finish_power_down(const std::string& name) {
+  auto& n = node(name);
+  n.powering_down = false;
+  n.powered_down = true;
+  n.slurmd_start_time = 0;
+}
+
+void FakeSlurm::set_node_address(const std::string& name, const std::string& address,
+                                 const std::string& hostname) {
+  check_reachable();
+  auto& n = node(name);
+  n.address = address;
+  if (!hostname.empty()) n.hostname = hostname;
+  updates.push_back("address " + name + " " + address);
 }
 
 void FakeSlurm::shrink_job(std::uint32_t job_id, const std::string& nodelist) {
@@ -325,6 +377,15 @@ CommandResult FakeRunner::run(const std::vector<std::string>& argv,
             argv.at(0) + " did not finish within " + std::to_string(timeout.count() / 1000) + " s"};
   }
   return result_;
+}
+
+CommandResult FakeRunner::run_with_env(const std::vector<std::string>& argv,
+                                       std::chrono::milliseconds timeout,
+                                       const std::vector<std::string>& environment) {
+  std::vector<std::string> call{"env"};
+  call.insert(call.end(), environment.begin(), environment.end());
+  call.insert(call.end(), argv.begin(), argv.end());
+  return run(call, timeout);
 }
 
 void FakeRunner::cancel_all() {

@@ -88,6 +88,8 @@ class FakeSlurm final : public slurm::SlurmApi {
   void add_step(std::uint32_t job, std::uint32_t step, const std::string& nodelist);
   // A pending job (an expand helper) starts running.
   void start_job(std::uint32_t id);
+  // A powering-down CLOUD node is powered down (and hidden) now.
+  void finish_power_down(const std::string& name);
   // Whether an update starting with `prefix` was made.
   bool updated(const std::string& prefix) const;
 
@@ -102,6 +104,11 @@ class FakeSlurm final : public slurm::SlurmApi {
   void set_node_drain(const std::string& node, const std::string& reason) override;
   void resume_node(const std::string& node) override;
   void undrain_node(const std::string& node) override;
+  void power_up(const std::string& node) override;
+  void power_down_asap(const std::string& node) override;
+  void power_down_force(const std::string& node) override;
+  void set_node_address(const std::string& node, const std::string& address,
+                        const std::string& hostname) override;
   void shrink_job(std::uint32_t job_id, const std::string& nodelist) override;
   std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) override;
   bool step_exists(std::uint32_t job_id, std::uint32_t step_id) override;
@@ -109,6 +116,9 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
                                         const std::string& nodelist) override;
   void requeue(std::uint32_t job_id) override;
+  void reconfigure() override { ++reconfigures; }
+  bool ping() override { return reachable; }
+  int reconfigures = 0;
   std::uint32_t submit_expand_helper(const slurm::JobInfo& job, const std::string& node,
                                      const std::string& name) override;
   void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) override;
@@ -117,6 +127,8 @@ class FakeSlurm final : public slurm::SlurmApi {
 
  private:
   void check_reachable() const;
+  // POWER_DOWN_ASAP and _FORCE alike: the node starts powering down.
+  void power_down(const std::string& name, const std::string& how);
   slurm::NodeInfo& node(const std::string& name);
   slurm::JobInfo& job(std::uint32_t id);
   std::vector<slurm::NodeInfo> listed_;
@@ -141,6 +153,10 @@ class FakeRunner final : public CommandRunner {
  public:
   CommandResult run(const std::vector<std::string>& argv,
                     std::chrono::milliseconds timeout) override;
+  // As run; the environment is kept with the call ("env NAME=value ...").
+  CommandResult run_with_env(const std::vector<std::string>& argv,
+                             std::chrono::milliseconds timeout,
+                             const std::vector<std::string>& environment) override;
   void cancel_all() override;
 
   void set_result(CommandResult result);

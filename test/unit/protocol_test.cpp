@@ -148,9 +148,10 @@ TEST_CASE("each request names its op and goes over the wire as it did", "[protoc
   CHECK(round_trip(proto::StatusRequest{12, {}, {}}, R"({"job_id":12})").job_id == 12U);
   CHECK(round_trip(proto::StatusRequest{{}, 5, 40}, R"({"before":40,"limit":5})").before == 40);
   CHECK(round_trip(proto::EventsRequest{}, "{}").since == std::nullopt);
-  CHECK(round_trip(proto::EventsRequest{1700000000, {}, {}}, R"({"since":1700000000})").since ==
-        1700000000);
-  CHECK(round_trip(proto::EventsRequest{{}, 10, 77}, R"({"after":77,"limit":10})").after == 77);
+  CHECK(round_trip(proto::EventsRequest{1700000000, {}, {}, {}, {}}, R"({"since":1700000000})")
+            .since == 1700000000);
+  CHECK(round_trip(proto::EventsRequest{{}, 10, 77, {}, {}}, R"({"after":77,"limit":10})").after ==
+        77);
   const auto verdict = round_trip(proto::VerdictRequest{"12.0-abc", 2, true},
                                   R"({"attempt":2,"ended":true,"run_id":"12.0-abc"})");
   CHECK(verdict.run_id == "12.0-abc");
@@ -346,15 +347,27 @@ TEST_CASE("each reply goes over the wire as it did and parses back", "[protocol]
   round_trip(proto::StatusReply{}, R"({"steps":[]})");
 
   proto::EventsReply events;
-  events.events.push_back({1, 1700000000, 12, "12.0-abc", "registered", "step 12.0", "", 1000});
-  events.events.push_back({2, 1700000001, 0, "", "marked", "FAIL", "node3", 0});
+  events.events.push_back(
+      {1, 1700000000, 12, "12.0-abc", "registered", "step 12.0", "", 1000, "", "info", ""});
+  events.events.push_back({2, 1700000001, 0, "", "marked", "FAIL", "node3", 0, "", "info", ""});
+  events.events.push_back(
+      {3, 1700000002, 0, "", "capacity_unavailable", "none", "a-3", 0, "a", "warning", "instance"});
   events.next = 2;
   const auto paged =
       round_trip(events, R"({"events":[{"at":1700000000,"detail":"step 12.0","id":1,"job_id":12,)"
                          R"("kind":"registered","node":"","run_id":"12.0-abc","uid":1000},)"
                          R"({"at":1700000001,"detail":"FAIL","id":2,"job_id":0,"kind":"marked",)"
-                         R"("node":"node3","run_id":"","uid":0}],"next":2})");
+                         R"("node":"node3","run_id":"","uid":0},)"
+                         R"({"at":1700000002,"detail":"none","group":"a","id":3,"job_id":0,)"
+                         R"("kind":"capacity_unavailable","level":"warning","node":"a-3",)"
+                         R"("resource":"instance","run_id":"","uid":0}],"next":2})");
   CHECK(paged.events[1].node == "node3");
+  CHECK(paged.events[1].group.empty());
+  CHECK(paged.events[1].level == "info");
+  CHECK(paged.events[2].group == "a");
+  CHECK(paged.events[2].level == "warning");
+  CHECK(paged.events[2].resource == "instance");
+  CHECK(paged.events[1].resource.empty());
   CHECK(paged.events[0].uid == 1000);
   CHECK(paged.next == 2);
 
@@ -448,7 +461,8 @@ TEST_CASE("a reply names the field it finds wrong", "[protocol]") {
        {"steps", json::array({with(step, "phase", "shrunk")}),
         "field 'steps' item 0: field 'phase': unknown repair phase 'shrunk'"}});
 
-  const auto event = proto::EventsReply::Event{1, 2, 3, "r", "ended", "", ""}.to_json();
+  const auto event =
+      proto::EventsReply::Event{1, 2, 3, "r", "ended", "", "", 0, "", "info", ""}.to_json();
   check_refusals<proto::EventsReply>(
       json{{"events", json::array({event})}},
       {{"events", json::array({with(event, "node", std::nullopt)}),
@@ -534,4 +548,96 @@ TEST_CASE("the guard rails' requests and replies go over the wire and parse back
   wrong["controller"]["mode"] = "watch";
   CHECK_THROWS_WITH(proto::GuardReply::from_json(wrong),
                     "field 'controller': field 'mode': unknown mode 'watch' (known: act, observe)");
+}
+
+TEST_CASE("continuous provisioning's requests go over the wire and name what they refuse",
+          "[protocol]") {
+  const auto filtered = round_trip(proto::EventsRequest{{}, {}, {}, "gpu", "warning"},
+                                   R"({"group":"gpu","level":"warning"})");
+  CHECK(filtered.group == "gpu");
+  CHECK(filtered.level == "warning");
+  check_refusals<proto::EventsRequest>(
+      json::object(),
+      {{"level", "debug", "field 'level': unknown level 'debug' (known: info, warning, error)"},
+       {"group", "",
+        "field 'group': \"\" is not a group name (letters, digits, '_' and '-', "
+        "starting with a letter, at most 40 bytes)"},
+       {"group", "a b",
+        "field 'group': \"a b\" is not a group name (letters, digits, '_' and "
+        "'-', starting with a letter, at most 40 bytes)"},
+       {"group", std::string(41, 'g'),
+        "field 'group': \"" + std::string(41, 'g') +
+            "\" is not a group name (letters, digits, '_' and '-', starting with a letter, at "
+            "most 40 bytes)"}});
+
+  round_trip(proto::GroupsRequest{}, "{}");
+  round_trip(proto::GroupApplyRequest{}, "{}");
+  const auto set = round_trip(proto::GroupSetRequest{"gpu", 5, {}}, R"({"count":5,"name":"gpu"})");
+  CHECK(set.count == 5U);
+  CHECK_FALSE(set.min_count);
+  CHECK(round_trip(proto::GroupSetRequest{"gpu", {}, 2}, R"({"min_count":2,"name":"gpu"})")
+            .min_count == 2U);
+  check_refusals<proto::GroupSetRequest>(
+      {{"name", "gpu"}, {"count", 3}},
+      {{"name", std::nullopt, missing("name")},
+       {"name", "../etc",
+        "field 'name': \"../etc\" is not a group name (letters, digits, '_' "
+        "and '-', starting with a letter, at most 40 bytes)"},
+       {"count", -1, not_u32("count", "-1")},
+       {"count", std::nullopt, "group_set needs count or min_count (or both)"}});
+  CHECK(round_trip(proto::GroupRetryRequest{"gpu"}, R"({"name":"gpu"})").name == "gpu");
+  CHECK(round_trip(proto::GroupRollRequest{"gpu", 2}, R"({"batch":2,"name":"gpu"})").batch == 2U);
+  CHECK(proto::GroupRollRequest::from_json({{"name", "gpu"}}).batch == 1U);
+  check_refusals<proto::GroupRollRequest>({{"name", "gpu"}, {"batch", 1}},
+                                          {{"batch", 0, "field 'batch' must be at least 1, got 0"},
+                                           {"name", 7, "field 'name' must be a string"}});
+  const auto usage = round_trip(proto::UsageRequest{"gpu", 1700000000, 10},
+                                R"({"group":"gpu","limit":10,"since":1700000000})");
+  CHECK(usage.since == 1700000000);
+  check_refusals<proto::UsageRequest>(json::object(),
+                                      {{"since", -5, "field 'since' must not be negative, got -5"},
+                                       {"limit", 0, "field 'limit' must be 1-1000, got 0"}});
+  CHECK(round_trip(proto::LifecycleLogRequest{"gpu-3"}, R"({"node":"gpu-3"})").node == "gpu-3");
+  check_refusals<proto::LifecycleLogRequest>(
+      {{"node", "gpu-3"}}, {{"node", "../../x", "field 'node': '../../x' is not a node name"}});
+}
+
+TEST_CASE("continuous provisioning's replies go over the wire and parse back", "[protocol]") {
+  proto::GroupsReply groups;
+  groups.groups.push_back({"gpu", "compute", "InService", 3, 2, 6, 3, 0, 0, 4, ""});
+  const auto back = round_trip(
+      groups, R"({"groups":[{"count":3,"detail":"","in_service":3,"leaving":0,"max_count":6,)"
+              R"("min_count":2,"name":"gpu","operation":4,"starting":0,"status":"InService",)"
+              R"("type":"compute"}]})");
+  REQUIRE(back.groups.size() == 1);
+  CHECK(back.groups[0].max_count == 6);
+  CHECK(round_trip(proto::GroupReply{"done"}, R"({"message":"done"})").message == "done");
+  proto::GroupPlanReply plan{
+      "/etc/slurm/nodes.conf", "restart", {"+NodeName=g-3 State=CLOUD"}, 2, ""};
+  const auto planned = round_trip(
+      plan, R"({"change":"restart","diff":["+NodeName=g-3 State=CLOUD"],"diff_left_out":2,)"
+            R"("error":"","path":"/etc/slurm/nodes.conf"})");
+  CHECK(planned.diff == plan.diff);
+  CHECK(planned.diff_left_out == 2U);
+  CHECK(round_trip(proto::GroupPlanRequest{}, "{}").to_json() == proto::json::object());
+  proto::UsageReply usage;
+  usage.groups.push_back({"gpu", 2, 1.5});
+  usage.instances.push_back(
+      {"gpu", "gpu-1", "i-1", "gpu:gpu-1:1", 1, 10, 20, 30, 3620, "scale_in", 1.0});
+  usage.left_out = 3;
+  const auto used = round_trip(
+      usage, R"({"groups":[{"group":"gpu","instance_hours":1.5,"instances":2}],"instances":)"
+             R"([{"end_reason":"scale_in","group":"gpu","hours":1.0,"in_service":30,)"
+             R"("instance_id":"i-1","node":"gpu-1","operation":1,"requested":10,"started":20,)"
+             R"("terminated":3620,"token":"gpu:gpu-1:1"}],"left_out":3})");
+  CHECK(used.instances.at(0).terminated == 3620);
+  CHECK(used.left_out == 3);
+  CHECK_THROWS_WITH(proto::UsageReply::from_json(json::parse(
+                        R"({"groups":[{"group":"gpu","instance_hours":-1,"instances":2}],)"
+                        R"("instances":[],"left_out":0})")),
+                    "field 'groups' item 0: field 'instance_hours' must be a number of hours, "
+                    "got -1");
+  CHECK(round_trip(proto::LifecycleLogReply{"gpu-1", "/l/gpu/gpu-1.2.log", "ok\n", 3},
+                   R"({"node":"gpu-1","path":"/l/gpu/gpu-1.2.log","size":3,"text":"ok\n"})")
+            .size == 3);
 }

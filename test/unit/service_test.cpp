@@ -199,6 +199,17 @@ TEST_CASE("verdict answers by the step's state", "[service]") {
         "repairing the allocation (node_out)");
 }
 
+TEST_CASE("each verdict request says when the step's srun last asked", "[service]") {
+  ServiceRig rig;
+  rig.put_step(ar::StepState::registered);
+  CHECK_FALSE(rig.service->verdict_asks().last("r#0"));
+  rig.ask("verdict", fields_of("verdict"), kOwner);
+  CHECK(rig.service->verdict_asks().last("r#0") == rig.clock.now());
+  rig.clock.advance(1s);
+  rig.ask("verdict", fields_of("verdict"), kOwner);
+  CHECK(rig.service->verdict_asks().last("r#0") == rig.clock.now());
+}
+
 TEST_CASE("cancel decides an undecided step and keeps a decided one's verdict", "[service]") {
   for (const auto state : {ar::StepState::registered, ar::StepState::repairing}) {
     ServiceRig rig;

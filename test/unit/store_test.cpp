@@ -256,6 +256,91 @@ TEST_CASE("a database of the second schema gains the events' node", "[store]") {
   CHECK(events[0].node.empty());
   store.add_node_event("node1", {ar::EventKind::marked, "new"});
   CHECK(store.events(std::nullopt, 0).back().node == "node1");
+  // and, with schema 8, the group, level and resource of each event
+  CHECK(events[0].level == "info");
+  CHECK(events[0].resource == "job");
+  CHECK(store.events(std::nullopt, 0).back().resource == "node");
+}
+
+TEST_CASE("the provisioning state, its events and metering records are saved together", "[store]") {
+  TempDir dir;
+  ar::test::ManualClock clock;
+  {
+    ar::Store store(dir.path, clock);
+    CHECK_FALSE(store.provision_state());
+    ar::InstanceRecord record;
+    record.token = "gpu:gpu-1:1";
+    record.group = "gpu";
+    record.node = "gpu-1";
+    record.requested = 100;
+    store.save_provision({{"groups", 1}},
+                         {{"capacity_unavailable", "warning", "group", "gpu", "", "no capacity"}},
+                         {record});
+    record.instance_id = "i-1";
+    record.started = 110;
+    ar::InstanceRecord other;
+    other.token = "cpu:cpu-1:1";
+    other.group = "cpu";
+    other.requested = 105;
+    store.save_provision({{"groups", 2}}, {}, {record, other});
+  }
+  ar::Store store(dir.path, clock);  // as after a restart
+  CHECK(store.provision_state() == ar::proto::json{{"groups", 2}});
+  const auto all = store.instance_records();
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].token == "gpu:gpu-1:1");  // upserted: one record per token
+  CHECK(all[0].instance_id == "i-1");
+  CHECK(all[0].started == 110);
+  CHECK(store.instance_records("cpu").size() == 1);
+  const auto events = store.events(std::nullopt, 0);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].kind == "capacity_unavailable");
+  CHECK(events[0].group == "gpu");
+  CHECK(events[0].level == "warning");
+  CHECK(events[0].resource == "group");
+}
+
+TEST_CASE("events are filtered by group and by level, in the query", "[store]") {
+  TempDir dir;
+  ar::test::ManualClock clock;
+  ar::Store store(dir.path, clock);
+  store.save_provision({{"groups", 1}},
+                       {{"operation_started", "info", "group", "gpu", "", "count 0 -> 2"},
+                        {"create_failed", "warning", "instance", "gpu", "gpu-1", "exit 75"},
+                        {"group_failed", "error", "group", "gpu", "", "exit 78"},
+                        {"capacity_unavailable", "warning", "group", "cpu", "", "none"}},
+                       {});
+  const auto kinds = [&](const ar::Store::EventFilter& filter, std::uint32_t limit = 100) {
+    std::vector<std::string> out;
+    for (const auto& e : store.events(std::nullopt, 0, 0, limit, filter)) out.push_back(e.kind);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  CHECK(kinds({}) ==
+        V{"operation_started", "create_failed", "group_failed", "capacity_unavailable"});
+  CHECK(kinds({"gpu", ""}) == V{"operation_started", "create_failed", "group_failed"});
+  CHECK(kinds({"", "warning"}) == V{"create_failed", "group_failed", "capacity_unavailable"});
+  CHECK(kinds({"gpu", "warning"}) == V{"create_failed", "group_failed"});
+  CHECK(kinds({"", "error"}) == V{"group_failed"});
+  CHECK(kinds({"", "info"}).size() == 4);
+  CHECK(kinds({"none", ""}).empty());
+  // The limit counts matching rows only: a page is never short of matches.
+  CHECK(kinds({"", "warning"}, 2) == V{"create_failed", "group_failed"});
+}
+
+TEST_CASE("metering records that ended before `since` are left out", "[store]") {
+  TempDir dir;
+  ar::test::ManualClock clock;
+  ar::Store store(dir.path, clock);
+  ar::InstanceRecord ended{"a:a-1:1", "a", "a-1", "i-1", 1, 100, 110, 120, 200, "scale_in"};
+  ar::InstanceRecord open{"a:a-2:1", "a", "a-2", "i-2", 1, 100, 110, 120, 0, ""};
+  store.save_provision({{"groups", 1}}, {}, {ended, open});
+  CHECK(store.instance_records("", 0).size() == 2);
+  CHECK(store.instance_records("", 200).size() == 2);
+  const auto later = store.instance_records("", 201);
+  REQUIRE(later.size() == 1);
+  CHECK(later[0].token == "a:a-2:1");
+  CHECK(store.instance_records("b", 0).empty());
 }
 
 TEST_CASE("a shared state folder is refused and left as it is", "[store]") {

@@ -55,6 +55,43 @@ struct ActionLimit {
   bool operator==(const ActionLimit&) const = default;
 };
 
+// Continuous provisioning (docs/provisioning.md): off by default.
+enum class Provisioning { off, continuous };
+std::string_view to_string(Provisioning mode);
+
+struct ProvisionConfig {
+  Provisioning mode = Provisioning::off;  // node_provisioning
+  // One NAME.conf per node group (groups.hpp).
+  std::filesystem::path groups_dir = "/etc/auto-resume/groups";
+  // The provider program: `PROGRAM create GROUP NODE TOKEN`, `PROGRAM
+  // terminate GROUP NODE INSTANCE_ID`, `PROGRAM list` (contract v2).
+  std::filesystem::path command;
+  std::chrono::milliseconds timeout{900'000};  // one call of it
+  unsigned max_parallel_creates = 16;          // creates in flight, all groups
+  // A slot's retryable failed create waits create_backoff, doubled for each
+  // further one up to 600 s; an alert event after create_alert_after in a row.
+  std::chrono::milliseconds create_backoff{10'000};
+  unsigned create_alert_after = 5;
+  std::chrono::milliseconds capacity_backoff{300'000};  // a group without capacity waits
+  unsigned max_bootstrap_failures = 3;                  // lifecycle failures in a row stop a group
+  std::chrono::milliseconds min_count_timeout{3LL * 3600 * 1000};
+  std::filesystem::path lifecycle_log_dir = "/var/log/auto-resume/lifecycle";
+  // An instance the provider's `list` shows and the controller does not
+  // know (no open metering record with its token) is terminated once it
+  // has been listed this long; 0: never (whole seconds).
+  std::chrono::milliseconds orphan_timeout{1'800'000};
+  // Merge mode (docs/provisioning.md, "The include file"): the controller
+  // writes the groups' lines into slurm_conf_include, which slurm_conf
+  // (empty: $SLURM_CONF, else /etc/slurm/slurm.conf) must Include. Empty:
+  // the admin declares the slots by hand.
+  std::filesystem::path slurm_conf;
+  std::filesystem::path slurm_conf_include;
+  // Run for a change of the include's NodeName lines (a new group, a new
+  // max_count); empty: a restart_required event, and the admin restarts.
+  std::vector<std::string> slurmctld_restart_command;
+  std::chrono::milliseconds slurmctld_restart_timeout{120'000};  // command + slurmctld back
+};
+
 struct DaemonConfig {
   Endpoint listen{"127.0.0.1", kDefaultPort};
   std::filesystem::path state_dir = "/var/lib/auto-resume";
@@ -156,6 +193,8 @@ struct DaemonConfig {
   unsigned max_user_connections = 64;
   unsigned reserved_fds = 128;
   unsigned privileged_connections = 128;
+
+  ProvisionConfig provision;
 };
 
 // Parses the text of a configuration file; `origin` (the file's name) starts

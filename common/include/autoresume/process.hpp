@@ -70,6 +70,10 @@ class CommandRunner {
   // As run_command.
   virtual CommandResult run(const std::vector<std::string>& argv,
                             std::chrono::milliseconds timeout) = 0;
+  // As run, with `environment` ("NAME=value" each) added to ours.
+  virtual CommandResult run_with_env(const std::vector<std::string>& argv,
+                                     std::chrono::milliseconds timeout,
+                                     const std::vector<std::string>& environment) = 0;
   // As cancel_commands.
   virtual void cancel_all() = 0;
 };
@@ -80,6 +84,9 @@ class ProcessRunner final : public CommandRunner {
                     std::chrono::milliseconds timeout) override {
     return run_command(argv, timeout);
   }
+  CommandResult run_with_env(const std::vector<std::string>& argv,
+                             std::chrono::milliseconds timeout,
+                             const std::vector<std::string>& environment) override;
   void cancel_all() override { cancel_commands(); }
 };
 

@@ -217,6 +217,8 @@ struct EventsRequest {
   std::optional<std::int64_t> since;
   std::optional<std::uint32_t> limit;  // rows at most (1-kMaxPageRows)
   std::optional<std::int64_t> after;   // a reply's `next`: the events after it
+  std::string group;                   // only this node group's events (empty: every event)
+  std::string level;  // only events this grave or graver: info, warning, error (empty: all)
 
   json to_json() const;
   static EventsRequest from_json(const json& body);
@@ -229,8 +231,12 @@ struct EventsReply {
     std::string run_id;
     std::string kind;
     std::string detail;
-    std::string node;      // a node's events; empty for a step's
-    std::int64_t uid = 0;  // on whose behalf: the step's owner, a replacement's requester
+    std::string node;            // a node's events; empty for a step's
+    std::int64_t uid = 0;        // on whose behalf: the step's owner, a replacement's requester
+    std::string group;           // a node group's events (continuous provisioning); may be absent
+    std::string level = "info";  // info, warning or error; may be absent (info)
+    // What it is about: cluster, group, instance, node or job; may be absent.
+    std::string resource;
 
     json to_json() const;
     static Event from_json(const json& item);
@@ -434,6 +440,166 @@ struct TasksExitedReply {
 
   json to_json() const;
   static TasksExitedReply from_json(const json& result);
+};
+
+// Continuous provisioning (root and SlurmUser; docs/provisioning.md). Each
+// op answers `unavailable` while node_provisioning is off.
+struct GroupsReply;
+struct GroupReply;
+struct UsageReply;
+struct LifecycleLogReply;
+
+inline constexpr std::size_t kMaxGroupNameBytes = 40;
+
+// `groups`: every node group the controller keeps, and where it stands.
+struct GroupsRequest {
+  static constexpr const char* kOp = "groups";
+  using Reply = GroupsReply;
+  json to_json() const;
+  static GroupsRequest from_json(const json& body);
+};
+struct GroupsReply {
+  struct Group {
+    std::string name;
+    std::string type;         // compute or service
+    std::string status;       // Creating, Updating, InService, Degraded, Failed, Deleting
+    std::uint32_t count = 0;  // the operation's (desired) count
+    std::uint32_t min_count = 0;
+    std::uint32_t max_count = 0;
+    std::uint32_t in_service = 0;  // instances released for jobs
+    std::uint32_t starting = 0;    // creating, joining or held for min_count
+    std::uint32_t leaving = 0;     // draining or terminating
+    std::uint64_t operation = 0;
+    std::string detail;  // stopped, failed, waiting for capacity, a roll: in words (may be empty)
+
+    json to_json() const;
+    static Group from_json(const json& item);
+  };
+  std::vector<Group> groups;
+
+  json to_json() const;
+  static GroupsReply from_json(const json& result);
+};
+
+// `group_set`: writes count and/or min_count into the group's file (the one
+// desired state); the controller starts the operation at once.
+struct GroupSetRequest {
+  static constexpr const char* kOp = "group_set";
+  using Reply = GroupReply;
+  std::string name;
+  std::optional<std::uint32_t> count;
+  std::optional<std::uint32_t> min_count;
+  json to_json() const;
+  static GroupSetRequest from_json(const json& body);
+};
+// `group_apply`: reads the group files now (as each tick does), so that a
+// change starts its operation at once; a file in error is named.
+struct GroupApplyRequest {
+  static constexpr const char* kOp = "group_apply";
+  using Reply = GroupReply;
+  json to_json() const;
+  static GroupApplyRequest from_json(const json& body);
+};
+// `group_retry`: a group stopped by lifecycle failures (or failed by the
+// provider's configuration error) creates again.
+struct GroupRetryRequest {
+  static constexpr const char* kOp = "group_retry";
+  using Reply = GroupReply;
+  std::string name;
+  json to_json() const;
+  static GroupRetryRequest from_json(const json& body);
+};
+// `group_roll`: replaces every in-service instance of the group, `batch` at
+// a time (each drained first; its jobs end before it goes).
+struct GroupRollRequest {
+  static constexpr const char* kOp = "group_roll";
+  using Reply = GroupReply;
+  std::string name;
+  std::uint32_t batch = 1;
+  json to_json() const;
+  static GroupRollRequest from_json(const json& body);
+};
+// `group_plan`: what the include file (slurm_conf_include) would become for
+// the group files as they are now, and how it would be applied; nothing is
+// written.
+struct GroupPlanReply;
+struct GroupPlanRequest {
+  static constexpr const char* kOp = "group_plan";
+  using Reply = GroupPlanReply;
+  json to_json() const;
+  static GroupPlanRequest from_json(const json& body);
+};
+struct GroupPlanReply {
+  static constexpr std::size_t kMaxDiffLines = 500;
+  std::string path;               // the include file
+  std::string change;             // none, reconfigure or restart; empty with an error
+  std::vector<std::string> diff;  // "-LINE" and "+LINE", at most kMaxDiffLines
+  std::uint32_t diff_left_out = 0;
+  std::string error;  // why it cannot be written (or merge mode is off)
+  json to_json() const;
+  static GroupPlanReply from_json(const json& result);
+};
+struct GroupReply {
+  std::string message;  // what was done
+  json to_json() const;
+  static GroupReply from_json(const json& result);
+};
+
+// `usage`: per-instance metering rows and per-group instance-hours.
+struct UsageRequest {
+  static constexpr const char* kOp = "usage";
+  using Reply = UsageReply;
+  std::string group;                   // empty: every group
+  std::optional<std::int64_t> since;   // Unix seconds: billable time from then on
+  std::optional<std::uint32_t> limit;  // instance rows at most (1-kMaxPageRows)
+  json to_json() const;
+  static UsageRequest from_json(const json& body);
+};
+struct UsageReply {
+  struct Instance {
+    std::string group;
+    std::string node;
+    std::string instance_id;
+    std::string token;
+    std::uint64_t operation = 0;
+    std::int64_t requested = 0;  // Unix seconds; 0: not (yet)
+    std::int64_t started = 0;
+    std::int64_t in_service = 0;
+    std::int64_t terminated = 0;
+    std::string end_reason;
+    double hours = 0;  // billable within the window
+    json to_json() const;
+    static Instance from_json(const json& item);
+  };
+  struct Group {
+    std::string group;
+    std::uint64_t instances = 0;  // with billable time in the window
+    double instance_hours = 0;
+    json to_json() const;
+    static Group from_json(const json& item);
+  };
+  std::vector<Group> groups;
+  std::vector<Instance> instances;  // newest first
+  std::uint64_t left_out = 0;       // instance rows not sent (the limit, the reply's size)
+  json to_json() const;
+  static UsageReply from_json(const json& result);
+};
+
+// `lifecycle_log`: the end of a node's last lifecycle script log.
+struct LifecycleLogRequest {
+  static constexpr const char* kOp = "lifecycle_log";
+  using Reply = LifecycleLogReply;
+  std::string node;
+  json to_json() const;
+  static LifecycleLogRequest from_json(const json& body);
+};
+struct LifecycleLogReply {
+  std::string node;
+  std::string path;
+  std::string text;        // the log's last bytes
+  std::uint64_t size = 0;  // the whole log's bytes
+  json to_json() const;
+  static LifecycleLogReply from_json(const json& result);
 };
 
 }  // namespace ar::proto

@@ -1,0 +1,237 @@
+#include "autoresume/groups.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <set>
+
+#include "autoresume/keyvalue.hpp"
+#include "autoresume/text.hpp"
+
+namespace ar {
+
+namespace {
+
+constexpr std::string_view kKnownKeys =
+    "type, count, min_count, max_count, partitions, node_conf, lifecycle_script, node_prefix, "
+    "slot_port_base";
+
+// The NodeName attributes a group may set, as Slurm spells them. The
+// controller owns NodeName, NodeAddr, NodeHostname, Port and State.
+constexpr std::array<std::string_view, 14> kNodeAttributes = {
+    "Boards",          "CoresPerSocket", "CoreSpecCount", "CPUs",       "CpuSpecList",
+    "Features",        "Gres",           "MemSpecLimit",  "RealMemory", "Sockets",
+    "SocketsPerBoard", "ThreadsPerCore", "TmpDisk",       "Weight"};
+constexpr std::array<std::string_view, 6> kOwnedAttributes = {
+    "NodeName", "NodeAddr", "NodeHostname", "Port", "State", "Reason"};
+
+bool name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+}
+
+// A Slurm name the controller writes (group, partition, node prefix):
+// letters, digits, '_' and '-', starting with a letter.
+void check_name(std::string_view key, std::string_view value) {
+  if (value.empty() || value.size() > GroupSpec::kMaxNameLength ||
+      std::isalpha(static_cast<unsigned char>(value.front())) == 0 ||
+      !std::ranges::all_of(value, name_char))
+    invalid_value(key, value,
+                  "expected a name of letters, digits, '_' and '-', starting with a letter, "
+                  "at most " +
+                      std::to_string(GroupSpec::kMaxNameLength) + " characters");
+}
+
+bool value_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+         std::string_view("_.,:-+/()*@%").find(c) != std::string_view::npos;
+}
+
+// One "Key=Value" of node_conf, its key as Slurm spells it.
+std::string node_attribute(std::string_view token, std::set<std::string>& seen) {
+  const auto eq = token.find('=');
+  const auto key = lower(token.substr(0, std::min(eq, token.size())));
+  const auto same = [&](std::string_view known) { return lower(known) == key; };
+  if (const auto* owned = std::ranges::find_if(kOwnedAttributes, same);
+      owned != kOwnedAttributes.end())
+    invalid_value("node_conf", token, "the controller writes " + std::string(*owned) + " itself");
+  const auto* known = std::ranges::find_if(kNodeAttributes, same);
+  if (eq == std::string_view::npos || known == kNodeAttributes.end()) {
+    std::vector<std::string> names(kNodeAttributes.begin(), kNodeAttributes.end());
+    invalid_value("node_conf", token, "expected Key=Value with Key one of " + join(names, ", "));
+  }
+  const auto value = token.substr(eq + 1);
+  if (value.empty() || !std::ranges::all_of(value, value_char))
+    invalid_value("node_conf", token,
+                  "a value is letters, digits and _.,:-+/()*@% (no blanks, quotes or '#')");
+  if (!seen.insert(key).second) invalid_value("node_conf", token, "its key is set twice");
+  return std::string(*known) + "=" + std::string(value);
+}
+
+std::string parse_node_conf(std::string_view value) {
+  if (value.size() > GroupSpec::kMaxNodeConf)
+    invalid_value("node_conf", shortened(value, 60),
+                  "at most " + std::to_string(GroupSpec::kMaxNodeConf) + " bytes");
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  std::size_t start = 0;
+  while (start < value.size()) {
+    const auto end = std::min(value.find_first_of(" \t", start), value.size());
+    if (end > start) out.push_back(node_attribute(value.substr(start, end - start), seen));
+    start = end + 1;
+  }
+  return join(out, " ");
+}
+
+std::vector<std::string> parse_partitions(std::string_view value) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    const auto end = std::min(value.find(',', start), value.size());
+    const auto name = trim(value.substr(start, end - start));
+    check_name("partitions", name);
+    if (std::ranges::find(out, name) != out.end())
+      invalid_value("partitions", name, "a partition is named twice");
+    out.emplace_back(name);
+    start = end + 1;
+  }
+  return out;
+}
+
+void apply(GroupSpec& group, const std::string& key, const std::string& value) {
+  if (key == "type") {
+    if (value == "compute") {
+      group.type = GroupType::compute;
+    } else if (value == "service") {
+      group.type = GroupType::service;
+    } else {
+      invalid_value(key, value, "expected compute or service");
+    }
+  } else if (key == "count") {
+    group.count = static_cast<unsigned>(parse_uint(key, value, 0, GroupSpec::kMaxCount));
+  } else if (key == "min_count") {
+    group.min_count = static_cast<unsigned>(parse_uint(key, value, 0, GroupSpec::kMaxCount));
+  } else if (key == "max_count") {
+    group.max_count = static_cast<unsigned>(parse_uint(key, value, 1, GroupSpec::kMaxCount));
+  } else if (key == "partitions") {
+    group.partitions = parse_partitions(value);
+  } else if (key == "node_conf") {
+    group.node_conf = parse_node_conf(value);
+  } else if (key == "lifecycle_script") {
+    group.lifecycle_script = parse_absolute_path(key, value);
+  } else if (key == "node_prefix") {
+    check_name(key, value);
+    group.node_prefix = value;
+  } else if (key == "slot_port_base") {
+    group.slot_port_base = static_cast<unsigned>(parse_uint(key, value, 1, 65535));
+  } else {
+    throw ConfigError("unknown key '" + key + "' (known: " + std::string(kKnownKeys) + ")");
+  }
+}
+
+// The rules between keys, once the whole file is read.
+void check_group(const GroupSpec& group, const std::set<std::string>& seen,
+                 std::string_view origin) {
+  const auto fail = [&](const std::string& why) {
+    throw ConfigError(std::string(origin) + ": " + why);
+  };
+  if (!seen.contains("count")) fail("count is not set (the group's desired number of nodes)");
+  if (group.min_count > group.count)
+    fail("min_count " + std::to_string(group.min_count) + " is more than count " +
+         std::to_string(group.count));
+  if (group.count > group.max_count)
+    fail("count " + std::to_string(group.count) + " is more than max_count " +
+         std::to_string(group.max_count) +
+         " (the nodes declared to Slurm; raising it needs a slurmctld restart)");
+  if (group.type == GroupType::service && (!group.partitions.empty() || !group.node_conf.empty()))
+    fail("a service group runs no slurmd: partitions and node_conf are for compute groups");
+  if (group.slot_port_base != 0 && group.slot_port_base + group.max_count - 1 > 65535)
+    fail("slot_port_base " + std::to_string(group.slot_port_base) + " and max_count " +
+         std::to_string(group.max_count) + " give ports above 65535");
+  if (group.type == GroupType::compute && group.partitions.empty())
+    fail("partitions is not set (a compute group's nodes must be in a partition)");
+}
+
+}  // namespace
+
+std::string_view to_string(GroupType type) {
+  return type == GroupType::compute ? "compute" : "service";
+}
+
+std::string GroupSpec::node(unsigned index) const { return node_prefix + std::to_string(index); }
+
+GroupSpec parse_group(std::string_view name, std::string_view text, std::string_view origin) {
+  GroupSpec group;
+  try {
+    check_name("the group name", name);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string(origin) + ": " + e.what());
+  }
+  group.name = name;
+  const auto seen = parse_settings(
+      text, origin,
+      [&](const std::string& key, const std::string& value) { apply(group, key, value); });
+  group.max_count_set = seen.contains("max_count");
+  if (!group.max_count_set)
+    group.max_count = std::min(GroupSpec::kMaxCount, std::max(2 * group.count, 4U));
+  if (!seen.contains("node_prefix")) group.node_prefix = group.name + "-";
+  check_group(group, seen, origin);
+  return group;
+}
+
+std::vector<GroupSpec> load_groups(const std::filesystem::path& dir) {
+  std::error_code error;
+  std::filesystem::directory_iterator it(dir, error);
+  if (error) throw ConfigError("cannot read groups_dir '" + dir.string() + "': " + error.message());
+  std::vector<GroupSpec> groups;
+  for (const auto& entry : it) {
+    const auto& path = entry.path();
+    if (path.extension() != ".conf" || !entry.is_regular_file()) continue;
+    groups.push_back(parse_group(path.stem().string(), read_config_file(path), path.string()));
+  }
+  std::ranges::sort(groups, {}, &GroupSpec::name);
+  std::map<std::string, std::string> owner;  // node or group name -> group
+  for (const auto& group : groups) owner.emplace(group.name, group.name);
+  for (const auto& group : groups) {
+    for (const auto& partition : group.partitions)
+      if (owner.contains(partition) && owner.at(partition) == partition)
+        throw ConfigError("partition '" + partition + "' of group '" + group.name +
+                          "' is named like a group (NodeSet names and partitions share names)");
+    for (unsigned i = 1; i <= group.max_count; ++i) {
+      const auto [at, added] = owner.emplace(group.node(i), group.name);
+      if (!added)
+        throw ConfigError("node '" + at->first + "' of group '" + group.name +
+                          "' is already a name of group '" + at->second +
+                          "' (change a node_prefix)");
+    }
+  }
+  return groups;
+}
+
+std::string set_group_keys(std::string_view text,
+                           const std::map<std::string, std::string>& values) {
+  std::string out;
+  std::set<std::string> done;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto end = std::min(text.find('\n', start), text.size());
+    const auto line = text.substr(start, end - start);
+    start = end + 1;
+    const auto hash = line.find('#');
+    const auto body = line.substr(0, std::min(hash, line.size()));
+    const auto eq = body.find('=');
+    const auto key = eq == std::string_view::npos ? std::string() : lower(trim(body.substr(0, eq)));
+    if (const auto it = values.find(key); it != values.end() && !done.contains(key)) {
+      out += std::string(trim(body.substr(0, eq))) + "=" + it->second;
+      if (hash != std::string_view::npos) out += "  " + std::string(line.substr(hash));
+      done.insert(key);
+    } else {
+      out += line;
+    }
+    out += '\n';
+  }
+  for (const auto& [key, value] : values)
+    if (!done.contains(key)) out += key + "=" + value + "\n";
+  return out;
+}
+
+}  // namespace ar

@@ -1,0 +1,1123 @@
+#include "provision/provisioner.hpp"
+
+#include <fmt/core.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include "autoresume/groups.hpp"
+#include "autoresume/keyvalue.hpp"
+#include "autoresume/text.hpp"
+#include "hostlist.hpp"
+#include "log.hpp"
+#include "nodes/provider.hpp"
+
+namespace ar {
+
+namespace {
+
+using provision::SlotPhase;
+
+constexpr std::chrono::seconds kPowerRetry{30};  // POWER_UP or POWER_DOWN_ASAP not acted on
+constexpr std::size_t kTailBytes = 2000;
+
+std::string_view outcome_name(provision::CreateOutcome outcome) {
+  switch (outcome) {
+    case provision::CreateOutcome::ok:
+      return "created";
+    case provision::CreateOutcome::retryable:
+      return "create_failed";
+    case provision::CreateOutcome::capacity:
+      return "capacity_unavailable";
+    case provision::CreateOutcome::bootstrap:
+      return "lifecycle_failed";
+    case provision::CreateOutcome::config:
+      return "configuration_error";
+  }
+  return "?";
+}
+
+// The last bytes of a file (a lifecycle log), or why it cannot be read.
+std::string file_tail(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "(no log at " + path + ")";
+  const auto size = static_cast<std::int64_t>(in.tellg());
+  const auto keep = std::min<std::int64_t>(size, kTailBytes);
+  in.seekg(size - keep);
+  std::string text(static_cast<std::size_t>(keep), '\0');
+  in.read(text.data(), keep);
+  return (size > keep ? "..." : "") + printable(text);
+}
+
+// Why a provider call failed: its error or exit status, and its output's tail.
+std::string failure(const CommandResult& result) {
+  return (result.error.empty() ? "exit " + std::to_string(result.status) : result.error) +
+         "; output: " + printable(output_tail(result.output));
+}
+
+// A file's text; nullopt if it does not exist, ConfigError if it cannot be read.
+std::optional<std::string> read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT) return std::nullopt;
+    throw ConfigError("cannot read " + path.string() + ": " +
+                      std::error_code(errno, std::generic_category()).message());
+  }
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Writes `text` beside `path` and renames it over it (a reader sees the old
+// file or the new one); an existing file keeps its mode and owner, a new
+// one is 0644.
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  const auto temporary = path.string() + ".auto-resume.tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::filesystem::remove(temporary);
+      throw std::runtime_error("cannot write " + temporary);
+    }
+  }
+  struct stat was {};
+  const bool existed = ::stat(path.c_str(), &was) == 0;
+  std::error_code ignored;
+  std::filesystem::permissions(
+      temporary, static_cast<std::filesystem::perms>(existed ? was.st_mode & 07777 : 0644),
+      ignored);
+  if (existed && ::chown(temporary.c_str(), was.st_uid, was.st_gid) != 0 && geteuid() == 0)
+    log::warn("{}: cannot give it back to uid {}: {}", path.string(), was.st_uid,
+              std::error_code(errno, std::generic_category()).message());
+  try {
+    std::filesystem::rename(temporary, path);
+  } catch (...) {
+    std::filesystem::remove(temporary, ignored);
+    throw;
+  }
+}
+
+// A mark that asks for the node's replacement (as the node keeper reads them).
+bool marked_for_replacement(const slurm::NodeInfo& node) {
+  return (node.fail || node.down) &&
+         (node.reason.starts_with("Action:Replace") || node.reason.starts_with("auto-resume:"));
+}
+
+}  // namespace
+
+Provisioner::Provisioner(Store& store, const DaemonConfig& config, slurm::SlurmApi& slurm,
+                         const Clock& clock, CommandRunner& runner, Gate* gate)
+    : store_(store),
+      config_(config),
+      settings_(config.provision),
+      slurm_(slurm),
+      clock_(clock),
+      runner_(runner),
+      gate_(gate) {
+  plan_settings_.max_parallel_creates = settings_.max_parallel_creates;
+  plan_settings_.retry_backoff = settings_.create_backoff;
+  plan_settings_.alert_after = settings_.create_alert_after;
+  plan_settings_.capacity_backoff = settings_.capacity_backoff;
+  plan_settings_.max_bootstrap_failures = settings_.max_bootstrap_failures;
+  plan_settings_.min_count_timeout = settings_.min_count_timeout;
+  plan_settings_.register_timeout = config.register_timeout;
+  if (const auto stored = store_.provision_state())
+    cluster_ = provision::cluster_from_json(*stored);
+  for (auto& record : store_.instance_records())
+    if (record.terminated == 0) open_.emplace(record.token, std::move(record));
+}
+
+Provisioner::~Provisioner() {
+  if (!work_.empty() || listing_ || !orphan_calls_.empty() || restarting_) runner_.cancel_all();
+  if (restarting_) restart_call_.wait();
+  for (auto& [node, work] : work_)
+    if (work.calling) work.call.wait();
+  if (listing_) list_call_.wait();
+  for (auto& [key, call] : orphan_calls_) call.wait();
+}
+
+provision::Millis Provisioner::now() const { return Millis{clock_.unix_now() * 1000}; }
+
+provision::Cluster Provisioner::state() const {
+  std::lock_guard lock(mutex_);
+  return cluster_;
+}
+
+bool Provisioner::owns(const std::string& node) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& group : cluster_.groups) {
+    const auto& prefix = group.spec.node_prefix;
+    if (!node.starts_with(prefix) || node.size() == prefix.size()) continue;
+    const auto number = std::string_view(node).substr(prefix.size());
+    if (number.front() == '0' ||
+        !std::ranges::all_of(number, [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    if (number.size() <= 5 && std::stoul(std::string(number)) <= group.spec.max_count) return true;
+  }
+  return false;
+}
+
+void Provisioner::add(const std::vector<provision::Event>& events) {
+  for (const auto& e : events) {
+    const std::string level(provision::to_string(e.level));
+    log::info("group {}{}{}: {}: {}", e.group, e.node.empty() ? "" : " node ", e.node,
+              provision::to_string(e.kind), e.text);
+    events_.push_back({std::string(provision::to_string(e.kind)), level,
+                       e.node.empty() ? "group" : "instance", e.group, e.node, e.text});
+  }
+}
+
+void Provisioner::meter(const provision::Group& group, const provision::Slot& slot,
+                        const std::function<void(InstanceRecord&)>& change) {
+  const auto token = provision::token(group, slot);
+  auto [it, added] = open_.try_emplace(token);
+  auto& record = it->second;
+  if (added) {
+    record.token = token;
+    record.group = group.spec.name;
+    record.node = group.spec.node(slot.index);
+    record.operation = slot.operation;
+    record.requested = clock_.unix_now();
+  }
+  change(record);
+  changed_records_.push_back(record);
+  if (record.terminated != 0) open_.erase(it);
+}
+
+void Provisioner::save() {
+  if (!dirty_ && events_.empty() && changed_records_.empty()) return;
+  store_.save_provision(provision::to_json(cluster_), events_, changed_records_);
+  events_.clear();
+  changed_records_.clear();
+  dirty_ = false;
+}
+
+void Provisioner::drain(const std::string& node, const std::string& why) {
+  slurm_.set_node_drain(node, kReasonPrefix + why);
+}
+
+void Provisioner::drain_slot(const std::string& node) {
+  try {
+    drain(node, "empty slot");
+    undrained_.erase(node);
+  } catch (const std::exception& e) {
+    if (undrained_.insert(node).second) log::warn("slot {}: write-ahead drain: {}", node, e.what());
+  }
+}
+
+std::string Provisioner::reload_groups(bool act) {
+  std::vector<GroupSpec> specs;
+  try {
+    specs = load_groups(settings_.groups_dir);
+    last_groups_error_.clear();
+  } catch (const ConfigError& e) {
+    // The groups stay as they were until the files are right again.
+    if (last_groups_error_ != e.what()) {
+      last_groups_error_ = e.what();
+      log::warn("group files: {}", e.what());
+      events_.push_back({"group_file_error", "error", "cluster", "", "", e.what()});
+    }
+    return e.what();
+  }
+  // Merge mode: the groups whose slots slurmctld has as their files ask.
+  const auto declared = merge() ? keep_include(specs, act) : std::set<std::string>();
+  for (const auto& spec : specs) {
+    auto* found = provision::find_group(cluster_, spec.name);
+    if (found == nullptr && merge() && !declared.contains(spec.name))
+      continue;  // its slots are not in slurmctld yet (keep_include said why)
+    if (found == nullptr) {
+      cluster_.groups.push_back(provision::new_group(spec));
+      auto& group = cluster_.groups.back();
+      add({provision::start_operation(cluster_, group, spec.count, spec.min_count, now())});
+      // Write-ahead: no slot may be allocated before it has an instance.
+      if (act && spec.type == GroupType::compute)
+        for (unsigned i = 1; i <= spec.max_count; ++i) drain_slot(spec.node(i));
+      dirty_ = true;
+      continue;
+    }
+    auto& group = *found;
+    // In merge mode a new max_count is applied once slurmctld has the slots
+    // (keep_include). Otherwise the slots declared to Slurm stay as they
+    // are, and node_prefix and type never change: said once. A default
+    // max_count (the file sets none) stays what it was when the group came.
+    const bool new_max = spec.max_count_set && spec.max_count != group.spec.max_count;
+    if (new_max && declared.contains(spec.name)) adopt_slots(group, spec.max_count, act);
+    if (spec.node_prefix != group.spec.node_prefix || spec.type != group.spec.type) {
+      say_once(group.spec.name + "/slots", spec.name,
+               "node_prefix and type cannot change while the group exists: not applied (the "
+               "group keeps " +
+                   group.spec.node_prefix + " and " + std::string(to_string(group.spec.type)) +
+                   ")");
+    } else if (new_max && !merge()) {
+      say_once(group.spec.name + "/slots", spec.name,
+               "max_count changes the slots declared to Slurm: not applied without "
+               "slurm_conf_include (the group keeps max_count " +
+                   std::to_string(group.spec.max_count) + ")");
+    } else {
+      said_.erase(group.spec.name + "/slots");
+    }
+    if (spec.count != group.spec.count || spec.min_count != group.spec.min_count) {
+      try {
+        add({provision::start_operation(cluster_, group, spec.count, spec.min_count, now())});
+        said_.erase(group.spec.name + "/count");
+      } catch (const ConfigError& e) {
+        say_once(group.spec.name + "/count", spec.name, e.what());
+        continue;  // the operation before goes on
+      }
+      dirty_ = true;
+    }
+    const auto keep = group.spec;
+    group.spec = spec;
+    group.spec.max_count = keep.max_count;
+    group.spec.node_prefix = keep.node_prefix;
+    group.spec.type = keep.type;
+  }
+  return {};
+}
+
+void Provisioner::adopt_slots(provision::Group& group, unsigned max_count, bool act) {
+  const auto before = group.spec.max_count;
+  if (max_count < before) {
+    for (unsigned i = max_count; i < before; ++i)
+      if (group.slots[i].phase != SlotPhase::empty) return;  // keep_include kept them
+    group.slots.resize(max_count);
+  } else {
+    group.slots.resize(max_count);
+    for (unsigned i = before; i < max_count; ++i) {
+      group.slots[i].index = i + 1;
+      // Write-ahead, as for a new group: drained before it is in a partition.
+      if (act && group.spec.type == GroupType::compute) drain_slot(group.spec.node(i + 1));
+    }
+  }
+  group.spec.max_count = max_count;
+  dirty_ = true;
+  add_cluster_event(
+      "slots_changed", "info", group.spec.name, "",
+      fmt::format("max_count {} -> {}: slurmctld has the group's slots", before, max_count));
+}
+
+std::filesystem::path Provisioner::slurm_conf_path() const {
+  if (!settings_.slurm_conf.empty()) return settings_.slurm_conf;
+  if (const char* env = std::getenv("SLURM_CONF"); env != nullptr && *env == '/') return env;
+  return "/etc/slurm/slurm.conf";
+}
+
+include::AdminConf Provisioner::read_admin_conf() const {
+  include::AdminConf conf;
+  const auto main_file = slurm_conf_path();
+  const auto folder = main_file.parent_path();
+  const auto ours = std::filesystem::weakly_canonical(settings_.slurm_conf_include);
+  const auto resolve = [&](const std::string& written) {
+    std::filesystem::path path(written);
+    return path.is_absolute() ? path : folder / path;
+  };
+  std::vector<std::filesystem::path> files{main_file};
+  bool ours_included = false;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (i > 64) throw ConfigError(main_file.string() + ": more than 64 included files");
+    const auto text = read_text(files[i]);
+    if (!text) throw ConfigError("cannot read " + files[i].string() + ": no such file");
+    const auto first = conf.includes.size();
+    include::scan_slurm_conf(*text, conf);
+    for (auto j = first; j < conf.includes.size(); ++j) {
+      const auto path = resolve(conf.includes[j]);
+      if (std::filesystem::weakly_canonical(path) == ours) {
+        ours_included = true;
+      } else {
+        files.push_back(path);
+      }
+    }
+  }
+  if (!ours_included)
+    throw ConfigError(main_file.string() + " has no 'Include " +
+                      settings_.slurm_conf_include.string() +
+                      "' line: add it once (the controller writes that file, nothing else)");
+  if (const auto gres = read_text(folder / "gres.conf"))
+    conf.gres_lines = include::gres_conf_nodes(*gres);
+  if (conf.topology_tree)
+    if (const auto topology = read_text(folder / "topology.conf"))
+      conf.switch_nodes = include::topology_nodes(*topology);
+  return conf;
+}
+
+std::vector<include::IncludeGroup> Provisioner::include_groups(const std::vector<GroupSpec>& specs,
+                                                               bool final) {
+  std::vector<include::IncludeGroup> out;
+  std::set<std::string> named;
+  for (const auto& spec : specs) {
+    named.insert(spec.name);
+    include::IncludeGroup entry{spec, final ? spec.max_count : 0};
+    if (const auto* group = provision::find_group(cluster_, spec.name); group != nullptr) {
+      const auto& now_spec = group->spec;
+      entry.spec.node_prefix = now_spec.node_prefix;
+      entry.spec.type = now_spec.type;
+      if (!spec.max_count_set) entry.spec.max_count = now_spec.max_count;
+      // Slots above a lower max_count leave the file only once empty.
+      for (auto i = entry.spec.max_count; i < now_spec.max_count; ++i)
+        if (group->slots[i].phase != SlotPhase::empty) {
+          say_once(spec.name + "/shrink", spec.name,
+                   fmt::format("max_count {} waits: node {} still has an instance (lower count "
+                               "first)",
+                               entry.spec.max_count, now_spec.node(i + 1)));
+          entry.spec.max_count = now_spec.max_count;
+          break;
+        }
+      entry.members =
+          final ? entry.spec.max_count : std::min(entry.spec.max_count, now_spec.max_count);
+      // A slot joins the NodeSet only once drained (with the slots before it).
+      for (unsigned i = 1; !final && i <= entry.members; ++i)
+        if (undrained_.contains(now_spec.node(i))) entry.members = i - 1;
+    }
+    out.push_back(std::move(entry));
+  }
+  // A group whose file is gone stays as it is.
+  for (const auto& group : cluster_.groups)
+    if (!named.contains(group.spec.name)) out.push_back({group.spec, group.spec.max_count});
+  std::ranges::sort(out, {}, [](const include::IncludeGroup& g) { return g.spec.name; });
+  return out;
+}
+
+std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& specs, bool act) {
+  const auto& path = settings_.slurm_conf_include;
+  const auto groups = include_groups(specs, false);
+  std::string text;
+  std::string current;
+  try {
+    const auto admin = read_admin_conf();
+    // Said once a run: other hosts cannot be checked from here.
+    if (!said_.contains("include/shared")) {
+      said_["include/shared"] = "";
+      const auto risk =
+          include::sharing_risk(admin, std::filesystem::weakly_canonical(slurm_conf_path()),
+                                std::filesystem::weakly_canonical(path));
+      if (!risk.empty()) add_cluster_event("include_not_shared", "warning", "", "", risk);
+    }
+    const auto expand = [](const std::string& list) { return slurm::expand_hostlist(list); };
+    if (auto error = include::check(groups, admin, expand); !error.empty())
+      throw ConfigError(std::move(error));
+    text = include::render(groups, admin, slurm::compress_hostlist);
+    current = read_text(path).value_or("");
+    said_.erase("include");
+  } catch (const std::exception& e) {
+    say_once("include", "", std::string("the include file is not written: ") + e.what());
+    return {};
+  }
+  std::set<std::string> all;
+  for (const auto& group : groups) all.insert(group.spec.name);
+  const auto change = include::classify(current, text);
+  if (change != include::Change::restart) {
+    said_.erase("include/restart");
+    if (current == text || !act) return all;
+    try {
+      write_text(path, text);
+      if (change == include::Change::reconfigure) slurm_.reconfigure();
+      add_cluster_event(
+          "slurm_conf_written", "info", "", "",
+          fmt::format("{} written ({}): {}", path.string(), include::to_string(change),
+                      join(include::diff(current, text), " | ")));
+    } catch (const std::exception& e) {
+      say_once("include/write", "", std::string("the include file: ") + e.what());
+      return {};
+    }
+    said_.erase("include/write");
+    return all;
+  }
+  // A change of the NodeName lines: slurmctld must restart to read it.
+  if (!act || text == failed_restart_text_) return {};
+  const auto diff = join(include::diff(current, text), " | ");
+  if (settings_.slurmctld_restart_command.empty()) {
+    const auto staged = path.string() + ".next";
+    try {
+      if (read_text(staged).value_or("") != text) write_text(staged, text);
+    } catch (const std::exception& e) {
+      say_once("include/write", "", std::string("the include file: ") + e.what());
+      return {};
+    }
+    if (said_["include/restart"] != text) {
+      said_["include/restart"] = text;
+      add_cluster_event("restart_required", "warning", "", "",
+                        fmt::format("the groups' NodeName lines change ({}): staged in {}; "
+                                    "move it over {} and restart slurmctld (or set "
+                                    "slurmctld_restart_command)",
+                                    diff, staged, path.string()));
+    }
+    return {};
+  }
+  if (repairing_ || std::ranges::any_of(work_, [](const auto& w) { return w.second.calling; })) {
+    if (said_["include/restart"] != "wait") {
+      said_["include/restart"] = "wait";
+      add_cluster_event("restart_waits", "info", "", "",
+                        "the include file needs a slurmctld restart: it waits for the repairs "
+                        "and provider calls in flight");
+    }
+    return {};
+  }
+  said_["include/restart"] = text;
+  add_cluster_event("slurmctld_restart", "warning", "", "",
+                    fmt::format("restarting slurmctld for the include file: {}", diff));
+  restart_text_ = text;
+  restarting_ = true;
+  restart_call_ = std::async(std::launch::async, [this, path, text, current] {
+    const auto& command = settings_.slurmctld_restart_command;
+    const auto timeout = settings_.slurmctld_restart_timeout;
+    // Runs the command and waits for slurmctld; empty if it came back.
+    const auto restart = [&]() -> std::string {
+      const auto deadline = std::chrono::steady_clock::now() + timeout;
+      const auto result = runner_.run(command, timeout);
+      if (result.status != 0) return "the restart command failed: " + failure(result);
+      while (!slurm_.ping()) {
+        if (std::chrono::steady_clock::now() >= deadline)
+          return "slurmctld did not answer within slurmctld_restart_timeout";
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      return {};
+    };
+    try {
+      write_text(path.string() + ".prev", current);
+      write_text(path, text);
+    } catch (const std::exception& e) {
+      return std::string("cannot write the include file: ") + e.what();
+    }
+    auto why = restart();
+    if (why.empty()) {
+      try {
+        slurm_.reconfigure();  // the slurmds read the new lines too
+      } catch (const std::exception& e) {
+        log::warn("after the slurmctld restart: {}", e.what());
+      }
+      return why;
+    }
+    // Back to the previous file, and slurmctld with it.
+    try {
+      write_text(path, current);
+    } catch (const std::exception& e) {
+      return why + "; and the previous file could not be put back: " + e.what();
+    }
+    const auto again = restart();
+    return why + "; the previous file is back" +
+           (again.empty() ? " and slurmctld runs with it" : " but " + again);
+  });
+  return {};
+}
+
+bool Provisioner::restart_done() {
+  if (!restarting_) return true;
+  if (restart_call_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+  restarting_ = false;
+  std::string why;
+  try {
+    why = restart_call_.get();
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (why.empty()) {
+    add_cluster_event("slurmctld_restarted", "info", "", "",
+                      "slurmctld restarted with the new include file");
+  } else {
+    failed_restart_text_ = restart_text_;
+    add_cluster_event("slurmctld_restart_failed", "error", "", "",
+                      why + " (not tried again until the group files change)");
+  }
+  dirty_ = true;
+  return true;
+}
+
+Provisioner::IncludePlan Provisioner::plan_include() {
+  std::lock_guard lock(mutex_);
+  IncludePlan plan;
+  plan.path = settings_.slurm_conf_include.string();
+  if (!merge()) {
+    plan.error = "slurm_conf_include is not set: the admin declares the slots in slurm.conf";
+    return plan;
+  }
+  try {
+    const auto specs = load_groups(settings_.groups_dir);
+    const auto groups = include_groups(specs, true);
+    const auto admin = read_admin_conf();
+    const auto expand = [](const std::string& list) { return slurm::expand_hostlist(list); };
+    if (auto error = include::check(groups, admin, expand); !error.empty())
+      throw ConfigError(std::move(error));
+    const auto text = include::render(groups, admin, slurm::compress_hostlist);
+    const auto current = read_text(settings_.slurm_conf_include).value_or("");
+    plan.change = std::string(include::to_string(include::classify(current, text)));
+    plan.diff = include::diff(current, text);
+  } catch (const std::exception& e) {
+    plan.error = e.what();
+  }
+  return plan;
+}
+
+provision::Group& Provisioner::known_group(const std::string& name) {
+  auto* group = provision::find_group(cluster_, name);
+  if (group == nullptr)
+    throw std::invalid_argument("no group '" + name + "' is known (its file: " +
+                                (settings_.groups_dir / (name + ".conf")).string() + ")");
+  return *group;
+}
+
+std::string Provisioner::set_group(const std::string& name, std::optional<unsigned> count,
+                                   std::optional<unsigned> min_count, uid_t uid) {
+  const auto path = settings_.groups_dir / (name + ".conf");
+  // Read, changed and written under the lock: two group sets at once both land.
+  std::lock_guard lock(mutex_);
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::invalid_argument("no group '" + name + "': cannot read " + path.string() + ": " +
+                                std::error_code(errno, std::generic_category()).message());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::map<std::string, std::string> values;
+  if (count) values["count"] = std::to_string(*count);
+  if (min_count) values["min_count"] = std::to_string(*min_count);
+  const auto changed = set_group_keys(text, values);
+  GroupSpec spec;
+  try {
+    spec = parse_group(name, changed, path.string());
+  } catch (const ConfigError& e) {
+    throw std::invalid_argument(e.what());
+  }
+  // The slots declared to Slurm stay: a count beyond them is refused here,
+  // not found wrong at the next tick.
+  if (const auto* group = provision::find_group(cluster_, name);
+      group != nullptr && spec.count > group->spec.max_count)
+    throw std::invalid_argument("count " + std::to_string(spec.count) + " is more than max_count " +
+                                std::to_string(group->spec.max_count) + " of group '" + name +
+                                "' (the slots declared to Slurm)");
+  try {
+    write_text(path, changed);  // the admin's file keeps its mode and owner
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(std::string("cannot replace the group's file: ") + e.what());
+  }
+  std::string what;
+  for (const auto& [key, value] : values) what += (what.empty() ? "" : " ") + key + "=" + value;
+  events_.push_back({"group_set", "info", "group", name, "",
+                     fmt::format("{} set by uid {} in {}", what, uid, path.string())});
+  std::string message = fmt::format("group {}: {} written to {}", name, what, path.string());
+  if (held()) {
+    message += "; the controller holds back now (auto-resume status): the change waits";
+  } else if (const auto error = reload_groups(); !error.empty()) {
+    message += "; the group files are in error, nothing changes until they are right: " + error;
+  } else if (const auto* group = provision::find_group(cluster_, name); group != nullptr) {
+    message += fmt::format("; operation {} (count {}, min_count {})", group->operation.id,
+                           group->operation.count, group->operation.min_count);
+  }
+  dirty_ = true;
+  save();
+  return message;
+}
+
+std::string Provisioner::apply_groups(uid_t uid) {
+  std::lock_guard lock(mutex_);
+  if (held()) throw std::invalid_argument("the controller holds back now (auto-resume status)");
+  std::map<std::string, std::uint64_t> before;
+  for (const auto& group : cluster_.groups) before[group.spec.name] = group.operation.id;
+  if (const auto error = reload_groups(); !error.empty()) {
+    save();
+    throw std::invalid_argument("the group files are in error (nothing changed): " + error);
+  }
+  std::vector<std::string> started;
+  for (const auto& group : cluster_.groups)
+    if (before[group.spec.name] != group.operation.id)
+      started.push_back(fmt::format("{} (operation {}, count {})", group.spec.name,
+                                    group.operation.id, group.operation.count));
+  const auto message =
+      started.empty() ? fmt::format("{} group(s) read: nothing changed", cluster_.groups.size())
+                      : "operations started: " + join(started, ", ");
+  events_.push_back({"group_apply", "info", "cluster", "", "",
+                     fmt::format("group files read at the request of uid {}: {}", uid, message)});
+  save();
+  return message;
+}
+
+std::string Provisioner::retry_group(const std::string& name, uid_t uid) {
+  std::lock_guard lock(mutex_);
+  auto& group = known_group(name);
+  std::vector<std::string> what;
+  if (group.stopped)
+    what.push_back(fmt::format("stopped after {} lifecycle failures", group.bootstrap_failures));
+  if (group.config_failed) what.push_back("failed by a configuration error (78)");
+  if (group.capacity_until > now()) what.push_back("waiting for capacity");
+  if (std::ranges::any_of(group.slots, [&](const auto& slot) { return slot.retry_at > now(); }))
+    what.push_back("creates backing off");
+  provision::retry(group);
+  const auto message =
+      what.empty() ? fmt::format("group {} was neither stopped nor waiting: nothing to retry", name)
+                   : fmt::format("group {} creates again (it was {})", name, join(what, ", "));
+  events_.push_back({"group_retry", "info", "group", name, "",
+                     fmt::format("{} (asked by uid {})", message, uid)});
+  dirty_ = true;
+  save();
+  return message;
+}
+
+std::string Provisioner::roll_group(const std::string& name, unsigned batch, uid_t uid) {
+  std::lock_guard lock(mutex_);
+  auto& group = known_group(name);
+  if (batch == 0 || batch > GroupSpec::kMaxCount)
+    throw std::invalid_argument("invalid batch " + std::to_string(batch) + ": expected 1-" +
+                                std::to_string(GroupSpec::kMaxCount));
+  provision::roll(group, batch);
+  const auto rolling = std::ranges::count_if(group.slots, [](const auto& s) { return s.roll; });
+  const auto message =
+      rolling == 0 ? fmt::format("group {} has no instance in service: nothing to replace", name)
+                   : fmt::format(
+                         "group {}: {} instance(s) to replace, {} at a time (idle first; "
+                         "each drained, its jobs end first)",
+                         name, rolling, batch);
+  events_.push_back({"roll_started", "info", "group", name, "",
+                     fmt::format("{} (asked by uid {})", message, uid)});
+  dirty_ = true;
+  save();
+  return message;
+}
+
+std::optional<std::string> Provisioner::lifecycle_log(const std::string& node) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& group : cluster_.groups)
+    for (const auto& slot : group.slots)
+      if (group.spec.node(slot.index) == node)
+        return slot.attempt == 0 ? std::string() : log_file(group, slot);
+  return std::nullopt;
+}
+
+void Provisioner::say_once(const std::string& key, const std::string& group,
+                           const std::string& text) {
+  if (auto& said = said_[key]; said != text) {
+    said = text;
+    log::warn("group {}: {}", group, text);
+    events_.push_back({"group_config", "error", "group", group, "", text});
+  }
+}
+
+std::future<CommandResult> Provisioner::call(std::vector<std::string> argv,
+                                             std::vector<std::string> env) {
+  return std::async(std::launch::async, [this, argv = std::move(argv), env = std::move(env)] {
+    return runner_.run_with_env(argv, settings_.timeout, env);
+  });
+}
+
+std::string Provisioner::log_file(const provision::Group& group,
+                                  const provision::Slot& slot) const {
+  return (settings_.lifecycle_log_dir / group.spec.name /
+          (group.spec.node(slot.index) + "." + std::to_string(slot.attempt) + ".log"))
+      .string();
+}
+
+void Provisioner::launch(provision::Group& group, provision::Slot& slot,
+                         const slurm::NodeInfo* node) {
+  const auto name = group.spec.node(slot.index);
+  const bool compute = group.spec.type == GroupType::compute;
+  auto [it, fresh] = work_.try_emplace(name);
+  auto& work = it->second;
+  if (work.stage == Stage::power_down || work.stage == Stage::hide) {
+    // The slot's last instance, or a failed create's power-up, is still
+    // going down: the new one waits for it.
+    if (powered_down(name, node, work)) work_.erase(it);
+    return;
+  }
+  if (fresh) {
+    work.stage = compute ? Stage::power_up : Stage::create;
+    work.since = now();
+    if (compute) {
+      drain(name, "provisioning");
+      slurm_.power_up(name);
+      return;
+    }
+  }
+  if (work.stage == Stage::power_up) {
+    // The instance may boot only once Slurm waits for it (POWERING_UP): an
+    // earlier registration leaves the power-up pending (docs/provisioning.md).
+    const bool waiting = node != nullptr && node->powering_up;
+    const bool up_already = node != nullptr && !node->powering_up && node->slurmd_start_time > 0;
+    if (!waiting && !up_already) {
+      if (now() - work.since >= kPowerRetry) {
+        slurm_.power_up(name);
+        work.since = now();
+      }
+      return;
+    }
+    drain(name, "provisioning");  // POWER_UP dropped the Reason
+    work.stage = Stage::create;
+  }
+  if (!work.calling) {
+    const auto log = log_file(group, slot);
+    std::error_code ignored;
+    std::filesystem::create_directories(std::filesystem::path(log).parent_path(), ignored);
+    work.call = call({settings_.command.string(), "create", group.spec.name, name,
+                      provision::token(group, slot)},
+                     {"AR_GROUP_TYPE=" + std::string(to_string(group.spec.type)),
+                      "AR_LIFECYCLE_SCRIPT=" + group.spec.lifecycle_script,
+                      "AR_LIFECYCLE_LOG=" + log, "AR_NODE_CONF=" + group.spec.node_conf});
+    work.calling = true;
+    return;
+  }
+  if (work.call.wait_for(std::chrono::seconds{0}) != std::future_status::ready) return;
+  const auto result = work.call.get();
+  work_.erase(it);
+  created(group, slot, result);
+}
+
+void Provisioner::created(provision::Group& group, provision::Slot& slot,
+                          const CommandResult& result) {
+  const auto name = group.spec.node(slot.index);
+  auto outcome = provision::create_outcome(result.status, result.status < 0);
+  std::string detail;
+  CreateOutput out;
+  if (outcome == provision::CreateOutcome::ok || outcome == provision::CreateOutcome::bootstrap) {
+    try {
+      out = parse_create_output(result.output);
+    } catch (const std::invalid_argument& e) {
+      outcome = provision::CreateOutcome::retryable;
+      detail = e.what();
+    }
+  }
+  if (outcome == provision::CreateOutcome::ok && group.spec.type == GroupType::compute &&
+      !out.node_addr.empty())
+    slurm_.set_node_address(name, out.node_addr, out.node_hostname);
+  if (outcome == provision::CreateOutcome::bootstrap) {
+    detail = fmt::format("host {}, script {}: {}", name, group.spec.lifecycle_script,
+                         file_tail(log_file(group, slot)));
+  } else if (outcome != provision::CreateOutcome::ok && detail.empty()) {
+    detail = failure(result);
+  } else if (outcome == provision::CreateOutcome::ok) {
+    detail = out.instance_id.empty() ? "" : "instance " + out.instance_id;
+  }
+  const bool exists =
+      outcome == provision::CreateOutcome::ok || outcome == provision::CreateOutcome::bootstrap;
+  meter(group, slot, [&](InstanceRecord& r) {
+    if (exists) {
+      r.started = clock_.unix_now();
+      r.instance_id = out.instance_id;
+    } else {
+      r.terminated = clock_.unix_now();
+      r.end_reason = outcome_name(outcome);
+    }
+  });
+  if (exists) slot.instance_id = out.instance_id;
+  add(provision::on_created(cluster_, group.spec.name, slot.index, outcome, detail, now(),
+                            plan_settings_));
+  dirty_ = true;
+  // Nothing came: the slot powered up for it goes down again (a POWERING_UP
+  // node takes only a forced power-down).
+  if (!exists && group.spec.type == GroupType::compute) power_down(name, true);
+}
+
+void Provisioner::leave(provision::Group& group, provision::Slot& slot,
+                        const slurm::NodeInfo* node) {
+  const auto name = group.spec.node(slot.index);
+  auto [it, fresh] = work_.try_emplace(name);
+  auto& work = it->second;
+  auto finish = [&](bool ok, const std::string& why) {
+    const auto reason = std::string(provision::to_string(slot.leave));
+    work_.erase(it);
+    if (ok)
+      meter(group, slot, [&](InstanceRecord& r) {
+        r.terminated = clock_.unix_now();
+        r.end_reason = reason;
+      });
+    else
+      log::warn("{}: terminate failed: {}", name, why);
+    add(provision::on_terminated(cluster_, group.spec.name, slot.index, ok, now(), plan_settings_));
+    dirty_ = true;
+  };
+  if (fresh) {
+    work.stage = Stage::terminate;
+    work.since = now();
+    work.call = call({settings_.command.string(), "terminate", group.spec.name, name,
+                      slot.instance_id.empty() ? "-" : slot.instance_id},
+                     {});
+    work.calling = true;
+    return;
+  }
+  if (work.stage == Stage::terminate) {
+    if (work.call.wait_for(std::chrono::seconds{0}) != std::future_status::ready) return;
+    const auto result = work.call.get();
+    work.calling = false;
+    if (result.status != 0) {
+      finish(false, failure(result));
+      return;
+    }
+    if (group.spec.type == GroupType::service) {
+      finish(true, "");
+      return;
+    }
+    // A slot whose slurmd never registered (a failed lifecycle script, a
+    // register timeout) is still powering up: only _FORCE powers it down.
+    power_down(name, node != nullptr && node->powering_up);
+    return;
+  }
+  if (powered_down(name, node, work)) finish(true, "");
+}
+
+bool Provisioner::powered_down(const std::string& name, const slurm::NodeInfo* node, Work& work) {
+  if (node == nullptr) {  // hidden: powered down
+    drain(name, "empty slot");
+    return true;
+  }
+  if (work.stage == Stage::power_down && node->powering_down) {
+    drain(name, "empty slot");  // Slurm cleared the drain as it began powering down
+    work.stage = Stage::hide;
+  } else if (work.stage == Stage::power_down && now() - work.since >= kPowerRetry) {
+    work.force = work.force || node->powering_up;
+    if (work.force)
+      slurm_.power_down_force(name);
+    else
+      slurm_.power_down_asap(name);
+    work.since = now();
+  }
+  return false;
+}
+
+void Provisioner::power_down(const std::string& name, bool force) {
+  auto& work = work_[name];
+  work.stage = Stage::power_down;
+  work.since = now();
+  work.force = force;
+  work.calling = false;
+  if (force)
+    slurm_.power_down_force(name);
+  else
+    slurm_.power_down_asap(name);
+}
+
+void Provisioner::observe_slot(provision::Group& group, provision::Slot& slot,
+                               const slurm::NodeInfo* node) {
+  const bool compute = group.spec.type == GroupType::compute;
+  const auto name = group.spec.node(slot.index);
+  switch (slot.phase) {
+    case SlotPhase::empty:
+      // Powered up for an instance that did not come (a failed create), or
+      // by someone else (Slurm for a job, had the drain gone): it goes back
+      // down, drained.
+      if (const auto it = work_.find(name); it != work_.end()) {
+        if (powered_down(name, node, it->second)) work_.erase(it);
+      } else if (compute && node != nullptr && node->cloud && node->powering_down) {
+        // Powering down with no step of ours in flight (the controller
+        // restarted meanwhile): Slurm cleared the drain, set it again.
+        drain(name, "empty slot");
+        auto& work = work_[name];
+        work.stage = Stage::hide;
+        work.since = now();
+      } else if (compute && node != nullptr && node->cloud) {
+        drain(name, "empty slot");
+        power_down(name, true);
+      }
+      return;
+    case SlotPhase::creating:
+      launch(group, slot, node);
+      return;
+    case SlotPhase::joining:
+      if (compute && node != nullptr && !node->powering_up && node->slurmd_start_time > 0 &&
+          !node->not_responding) {
+        add(provision::on_registered(cluster_, group.spec.name, slot.index, now()));
+        drain(name, "ready, held until released");
+        dirty_ = true;
+      }
+      return;
+    case SlotPhase::terminating:
+      leave(group, slot, node);
+      return;
+    default:
+      break;
+  }
+  if (!compute) return;
+  slot.busy = node != nullptr && (node->allocated || node->completing);
+  slot.unhealthy = node == nullptr || node->down || node->fail || node->not_responding;
+  slot.replace = node != nullptr && marked_for_replacement(*node);
+  slot.kept = slot.phase == SlotPhase::in_service && node != nullptr && node->drain &&
+              !slot.replace && !node->reason.starts_with(kReasonPrefix);
+}
+
+void Provisioner::observe(const NodeMap& nodes) {
+  for (auto& group : cluster_.groups) {
+    for (auto& slot : group.slots) {
+      const auto name = group.spec.node(slot.index);
+      const auto it = nodes.find(name);
+      try {
+        observe_slot(group, slot, it == nodes.end() ? nullptr : it->second);
+      } catch (const std::exception& e) {
+        log::warn("{}: {}", name, e.what());  // tried again at the next tick
+      }
+    }
+  }
+}
+
+void Provisioner::say_held() {
+  // Held back: nothing changes in Slurm, at the provider or in the store
+  // (provider calls in flight wait). The group files are read into a copy
+  // (a new group's slots are not drained: that waits too) and what the
+  // plan would start is said once.
+  auto held = cluster_;
+  std::swap(held, cluster_);
+  const auto events = events_.size();
+  const auto saying = said_;
+  reload_groups(false);
+  cluster_.slurmctld_up = true;
+  const auto plan = provision::plan(cluster_, now(), plan_settings_);
+  std::swap(held, cluster_);
+  events_.resize(events);
+  said_ = saying;
+  std::set<std::string> subjects;
+  for (const auto& action : plan.actions) {
+    const auto subject = action.slot == 0 ? action.group : group_node(held, action);
+    subjects.insert(subject);
+    gate_->would(
+        "provision", subject,
+        fmt::format("{} {} (group {})", provision::to_string(action.kind), subject, action.group));
+  }
+  gate_->settle("provision", subjects);
+}
+
+std::string Provisioner::group_node(const provision::Cluster& cluster,
+                                    const provision::Action& action) {
+  const auto* group = provision::find_group(cluster, action.group);
+  return group != nullptr ? group->spec.node(action.slot)
+                          : action.group + "#" + std::to_string(action.slot);
+}
+
+void Provisioner::execute(const provision::Action& action) {
+  auto& group = *provision::find_group(cluster_, action.group);
+  if (action.kind == provision::ActionKind::rollback) return;
+  auto& slot = group.slots.at(action.slot - 1);
+  const auto name = group.spec.node(slot.index);
+  const bool compute = group.spec.type == GroupType::compute;
+  switch (action.kind) {
+    case provision::ActionKind::create:
+      meter(group, slot, [](InstanceRecord&) {});
+      break;
+    case provision::ActionKind::drain:
+      // An idle slot's terminate is recorded in the same plan: drained too.
+      if (compute && (slot.phase == SlotPhase::draining || slot.phase == SlotPhase::terminating))
+        drain(name, std::string(provision::to_string(action.leave)));
+      break;
+    case provision::ActionKind::release:
+      if (compute) slurm_.resume_node(name);
+      meter(group, slot, [&](InstanceRecord& r) { r.in_service = clock_.unix_now(); });
+      break;
+    default:
+      break;
+  }
+}
+
+bool Provisioner::known_instance(const ListedInstance& listed) const {
+  const auto it = open_.find(listed.token);
+  return it != open_.end() &&
+         (it->second.instance_id.empty() || it->second.instance_id == listed.instance_id);
+}
+
+void Provisioner::sweep_orphans() {
+  const auto timeout = std::chrono::duration_cast<Millis>(settings_.orphan_timeout);
+  // Terminates asked for before.
+  for (auto it = orphan_calls_.begin(); it != orphan_calls_.end();) {
+    if (it->second.wait_for(std::chrono::seconds{0}) != std::future_status::ready) {
+      ++it;
+      continue;
+    }
+    const auto result = it->second.get();
+    const auto& key = it->first;
+    const auto parts = split_token(key.substr(0, key.find(' ')));
+    if (result.status == 0) {
+      orphans_.erase(key);
+      said_.erase("orphan/" + key);
+      add_cluster_event("orphan_terminated", "warning", parts ? parts->group : "",
+                        parts ? parts->node : "",
+                        fmt::format("instance {} (token {}) was unknown to the controller for "
+                                    "{} s: terminated",
+                                    key.substr(key.find(' ') + 1), key.substr(0, key.find(' ')),
+                                    timeout.count() / 1000));
+    } else {
+      say_once("orphan/" + key, parts ? parts->group : "",
+               "the terminate of unknown instance " + key + " failed: " + failure(result));
+    }
+    it = orphan_calls_.erase(it);
+  }
+  if (!listing_) {
+    if (now() < next_list_) return;
+    list_call_ = call({settings_.command.string(), "list"}, {});
+    listing_ = true;
+    return;
+  }
+  if (list_call_.wait_for(std::chrono::seconds{0}) != std::future_status::ready) return;
+  const auto result = list_call_.get();
+  listing_ = false;
+  next_list_ = now() + std::clamp(timeout / 2, Millis{1000}, Millis{60'000});
+  std::vector<ListedInstance> listed;
+  try {
+    if (result.status != 0) throw std::invalid_argument(failure(result));
+    listed = parse_list_output(result.output);
+    said_.erase("orphan/list");
+  } catch (const std::invalid_argument& e) {
+    say_once("orphan/list", "",
+             std::string("the provider's list failed (orphans are not looked for): ") + e.what());
+    return;
+  }
+  std::map<std::string, Millis> still;
+  for (const auto& instance : listed) {
+    if (known_instance(instance)) continue;
+    const auto key = instance.token + " " + instance.instance_id;
+    const auto seen = orphans_.contains(key) ? orphans_.at(key) : now();
+    still[key] = seen;
+    const auto parts = split_token(instance.token);
+    if (!parts) {
+      say_once("orphan/" + key, "",
+               "the provider lists instance " + instance.instance_id + " with token '" +
+                   instance.token + "', which is no GROUP:NODE:ATTEMPT: left alone");
+      continue;
+    }
+    if (now() - seen < timeout || orphan_calls_.contains(key)) continue;
+    orphan_calls_.emplace(key, call({settings_.command.string(), "terminate", parts->group,
+                                     parts->node, instance.instance_id},
+                                    {}));
+  }
+  for (const auto& [key, call] : orphan_calls_) still.try_emplace(key, now());
+  orphans_ = std::move(still);
+}
+
+void Provisioner::add_cluster_event(const std::string& kind, const std::string& level,
+                                    const std::string& group, const std::string& node,
+                                    const std::string& text) {
+  log::warn("{}{}{}: {}: {}", group.empty() ? "" : "group " + group, node.empty() ? "" : " node ",
+            node, kind, text);
+  events_.push_back({kind, level, node.empty() ? "cluster" : "instance", group, node, text});
+}
+
+void Provisioner::tick(const NodeMap& nodes, bool repairing) {
+  std::lock_guard lock(mutex_);
+  repairing_ = repairing;
+  if (!restart_done()) return;  // slurmctld restarts for the include file
+  if (gate_ != nullptr && gate_->held()) {
+    say_held();
+    return;
+  }
+  for (const auto& node : std::vector<std::string>(undrained_.begin(), undrained_.end()))
+    drain_slot(node);
+  reload_groups();
+  cluster_.slurmctld_up = true;  // the nodes were just loaded from it
+  observe(nodes);
+  const auto plan = provision::plan(cluster_, now(), plan_settings_);
+  for (const auto& action : plan.actions) provision::record(cluster_, action, now());
+  add(plan.events);
+  dirty_ = dirty_ || !plan.actions.empty();
+  save();  // write-ahead: recorded before any is carried out
+  for (const auto& action : plan.actions) {
+    try {
+      execute(action);
+    } catch (const std::exception& e) {
+      log::warn("group {}: {} {}: {}", action.group, provision::to_string(action.kind), action.slot,
+                e.what());
+    }
+  }
+  add(provision::update_status(cluster_));
+  if (settings_.orphan_timeout.count() > 0) sweep_orphans();
+  save();
+}
+
+}  // namespace ar

@@ -1,0 +1,572 @@
+// The controller's provisioner (continuous provisioning) through the fakes:
+// a store in a temporary folder, a manual clock, FakeSlurm's CLOUD slots
+// (hidden while powered down, as Slurm hides them) and a FakeRunner as the
+// provider. Each test asserts on Slurm's updates, the provider's calls, the
+// store and the provisioner's state.
+
+#include "provision/provisioner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fakes.hpp"
+#include "store/store.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using ar::provision::SlotPhase;
+
+const std::string kPrefix = "auto-resume provisioning: ";
+const ar::CommandResult kCreated{0, "instance_id=i-1\nnode_addr=10.0.0.9\n", ""};
+
+struct Rig {
+  ar::test::TempDir dir;
+  ar::test::ManualClock clock;
+  ar::test::FakeSlurm slurm;
+  ar::test::FakeRunner runner;
+  ar::DaemonConfig config;
+  std::unique_ptr<ar::Store> store;
+  std::unique_ptr<ar::Provisioner> provisioner;  // destroyed first
+
+  Rig() {
+    auto& p = config.provision;
+    p.mode = ar::Provisioning::continuous;
+    p.command = dir.path / "provider";
+    p.groups_dir = dir.path / "groups";
+    p.lifecycle_log_dir = dir.path / "lifecycle";
+    p.orphan_timeout = std::chrono::milliseconds{0};  // no `list` calls but in the orphans' tests
+    config.state_dir = dir.path / "state";
+    std::filesystem::create_directories(p.groups_dir);
+    std::filesystem::create_directories(config.state_dir);
+    store = std::make_unique<ar::Store>(config.state_dir, clock);
+    runner.set_result(kCreated);
+  }
+
+  void write_group(const std::string& name, const std::string& text) const {
+    std::ofstream(config.provision.groups_dir / (name + ".conf")) << text;
+  }
+  // CLOUD slots PREFIX1..PREFIXcount, powered down (hidden).
+  void add_slots(const std::string& prefix, unsigned count) {
+    for (unsigned i = 1; i <= count; ++i) {
+      ar::slurm::NodeInfo node;
+      node.name = prefix + std::to_string(i);
+      node.cloud = true;
+      node.powered_down = true;
+      slurm.nodes[node.name] = node;
+    }
+  }
+  void start() {
+    provisioner = std::make_unique<ar::Provisioner>(*store, config, slurm, clock, runner);
+  }
+  void tick(ar::Provisioner& p) {
+    ar::Provisioner::NodeMap nodes;
+    for (const auto& node : slurm.load_nodes()) nodes[node.name] = &node;
+    p.tick(nodes);
+  }
+  void tick() { tick(*provisioner); }
+  // Ticks until `done` holds (a provider call runs on a thread of its own),
+  // for at most 5 s.
+  template <class Done>
+  bool tick_until(Done done, ar::Provisioner* p = nullptr) {
+    auto& on = p == nullptr ? *provisioner : *p;
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (true) {
+      tick(on);
+      if (done()) return true;
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  ar::provision::Slot slot(unsigned index, const std::string& group = "a",
+                           ar::Provisioner* p = nullptr) const {
+    const auto state = (p == nullptr ? *provisioner : *p).state();
+    for (const auto& g : state.groups)
+      if (g.spec.name == group) return g.slots.at(index - 1);
+    FAIL("no group " << group);
+    return {};
+  }
+  bool phase_is(unsigned index, SlotPhase phase, ar::Provisioner* p = nullptr) const {
+    return slot(index, "a", p).phase == phase;
+  }
+  std::vector<ar::Event> events(const std::string& kind) {
+    auto all = store->events(std::nullopt, 0);
+    std::erase_if(all, [&](const ar::Event& e) { return e.kind != kind; });
+    return all;
+  }
+  std::vector<std::string> updates_from(std::size_t first) const {
+    return {slurm.updates.begin() + static_cast<std::ptrdiff_t>(first), slurm.updates.end()};
+  }
+  // The provider's calls, each without its "env NAME=value..." head.
+  std::vector<std::string> provider_calls() const {
+    std::vector<std::string> out;
+    for (const auto& call : runner.calls()) {
+      auto it = std::ranges::find(call, config.provision.command.string());
+      std::string line;
+      for (; it != call.end(); ++it) line += (line.empty() ? "" : " ") + *it;
+      out.push_back(line.substr(line.find(' ') + 1));
+    }
+    return out;
+  }
+  // The node's slurmd registers (the instance booted).
+  void registers(const std::string& node) {
+    auto& n = slurm.nodes.at(node);
+    n.powering_up = false;
+    n.not_responding = false;
+    n.slurmd_start_time = 1000;
+  }
+};
+
+const std::string kComputeGroup = "type=compute\ncount=1\nmax_count=2\npartitions=main\n";
+
+// Group "a" (count 1, slots a-1 and a-2) with a-1 created, registered and
+// released.
+void bring_up(Rig& rig) {
+  rig.write_group("a", kComputeGroup);
+  rig.add_slots("a-", 2);
+  rig.start();
+  REQUIRE(rig.tick_until([&] { return rig.phase_is(1, SlotPhase::joining); }));
+  rig.registers("a-1");
+  REQUIRE(rig.tick_until([&] { return rig.phase_is(1, SlotPhase::in_service); }));
+}
+
+}  // namespace
+
+TEST_CASE("provisioner creates a compute group's node through power saving", "[provisioner]") {
+  Rig rig;
+  rig.write_group("a", kComputeGroup);
+  rig.add_slots("a-", 2);
+  rig.start();
+
+  rig.tick();  // the group is read: every slot drained, the create recorded
+  CHECK(rig.slurm.updates == std::vector<std::string>{"drain a-1 " + kPrefix + "empty slot",
+                                                      "drain a-2 " + kPrefix + "empty slot"});
+  CHECK(rig.phase_is(1, SlotPhase::creating));
+  CHECK(rig.phase_is(2, SlotPhase::empty));
+  REQUIRE(rig.store->instance_records().size() == 1);
+  CHECK(rig.store->instance_records()[0].token == "a:a-1:1");
+  REQUIRE(rig.store->provision_state().has_value());
+
+  rig.tick();  // drained and powered up; no provider call before POWERING_UP
+  CHECK(rig.updates_from(2) ==
+        std::vector<std::string>{"drain a-1 " + kPrefix + "provisioning", "power_up a-1"});
+  CHECK(rig.runner.calls().empty());
+
+  REQUIRE(rig.tick_until([&] { return rig.phase_is(1, SlotPhase::joining); }));
+  const auto calls = rig.runner.calls();
+  REQUIRE(calls.size() == 1);
+  const auto log = (rig.config.provision.lifecycle_log_dir / "a" / "a-1.1.log").string();
+  CHECK(calls[0] == std::vector<std::string>{"env", "AR_GROUP_TYPE=compute",
+                                             "AR_LIFECYCLE_SCRIPT=", "AR_LIFECYCLE_LOG=" + log,
+                                             "AR_NODE_CONF=", rig.config.provision.command.string(),
+                                             "create", "a", "a-1", "a:a-1:1"});
+  CHECK(rig.slurm.nodes.at("a-1").address == "10.0.0.9");
+
+  rig.registers("a-1");
+  REQUIRE(rig.tick_until([&] { return rig.phase_is(1, SlotPhase::in_service); }));
+  CHECK(rig.updates_from(4) == std::vector<std::string>{
+                                   "drain a-1 " + kPrefix + "provisioning",
+                                   "address a-1 10.0.0.9",
+                                   "drain a-1 " + kPrefix + "ready, held until released",
+                                   "resume a-1",
+                               });
+  CHECK(rig.runner.calls().size() == 1);
+  CHECK(rig.slot(1).instance_id == "i-1");
+  const auto records = rig.store->instance_records();
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].node == "a-1");
+  CHECK(records[0].group == "a");
+  CHECK(records[0].instance_id == "i-1");
+  CHECK(records[0].started != 0);
+  CHECK(records[0].in_service != 0);
+  CHECK(records[0].terminated == 0);
+  CHECK(rig.events("instance_created").size() == 1);
+}
+
+TEST_CASE("provisioner powers a failed create's slot down by force", "[provisioner]") {
+  const auto [status, kind] = GENERATE(std::pair<int, std::string>{69, "capacity_unavailable"},
+                                       std::pair<int, std::string>{75, "create_failed"});
+  CAPTURE(status);
+  Rig rig;
+  rig.runner.set_result({status, "no luck\n", ""});
+  rig.write_group("a", kComputeGroup);
+  rig.add_slots("a-", 2);
+  rig.start();
+  REQUIRE(rig.tick_until([&] { return rig.slurm.updated("power_down_force a-1"); }));
+  const auto before = static_cast<std::size_t>(
+      std::ranges::find(rig.slurm.updates, "power_down_force a-1") - rig.slurm.updates.begin());
+  CHECK(rig.phase_is(1, SlotPhase::empty));
+  rig.tick();  // powering down: Slurm cleared the drain, set again
+  rig.tick();
+  CHECK(rig.updates_from(before) ==
+        std::vector<std::string>{"power_down_force a-1", "drain a-1 " + kPrefix + "empty slot"});
+  rig.slurm.finish_power_down("a-1");
+  rig.tick();
+  rig.tick();
+  CHECK(rig.updates_from(before) ==
+        std::vector<std::string>{"power_down_force a-1", "drain a-1 " + kPrefix + "empty slot",
+                                 "drain a-1 " + kPrefix + "empty slot"});
+  CHECK(rig.runner.calls().size() == 1);  // the backoff holds the next create
+  const auto records = rig.store->instance_records();
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].terminated != 0);
+  CHECK(records[0].started == 0);
+  CHECK(records[0].end_reason == kind);
+  const auto events = rig.events(kind);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].level == "warning");
+  CHECK(events[0].group == "a");
+  CHECK(events[0].node == "a-1");
+}
+
+TEST_CASE("provisioner scales a group in: drain, terminate, power down", "[provisioner]") {
+  Rig rig;
+  bring_up(rig);
+  const auto updates = rig.slurm.updates.size();
+  const auto calls = rig.runner.calls().size();
+  rig.runner.set_result({0, "", ""});
+  rig.write_group("a", "type=compute\ncount=0\nmax_count=2\npartitions=main\n");
+  REQUIRE(rig.tick_until([&] { return rig.slurm.updated("power_down_asap a-1"); }));
+  CHECK(rig.updates_from(updates) ==
+        std::vector<std::string>{"drain a-1 " + kPrefix + "scale_in", "power_down_asap a-1"});
+  REQUIRE(rig.runner.calls().size() == calls + 1);
+  CHECK(rig.provider_calls().back() == "terminate a a-1 i-1");
+  CHECK(rig.phase_is(1, SlotPhase::terminating));
+
+  rig.tick();  // powering down: the drain is set again
+  CHECK(rig.updates_from(updates).back() == "drain a-1 " + kPrefix + "empty slot");
+  CHECK(rig.slurm.nodes.at("a-1").drain);
+  rig.slurm.finish_power_down("a-1");
+  REQUIRE(rig.tick_until([&] { return rig.phase_is(1, SlotPhase::empty); }));
+  rig.tick();
+  CHECK(rig.runner.calls().size() == calls + 1);  // no new create
+  const auto records = rig.store->instance_records();
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].terminated != 0);
+  CHECK(records[0].end_reason == "scale_in");
+  CHECK(rig.events("instance_terminated").size() == 1);
+}
+
+TEST_CASE("provisioner replaces a node marked Action:Replace", "[provisioner]") {
+  Rig rig;
+  bring_up(rig);
+  const auto updates = rig.slurm.updates.size();
+  auto& node = rig.slurm.nodes.at("a-1");
+  node.fail = true;
+  node.reason = "Action:Replace";
+  rig.runner.set_result({0, "", ""});
+  REQUIRE(rig.tick_until([&] { return rig.slurm.updated("power_down_asap a-1"); }));
+  CHECK(rig.updates_from(updates) ==
+        std::vector<std::string>{"drain a-1 " + kPrefix + "replace", "power_down_asap a-1"});
+  CHECK(rig.provider_calls().back() == "terminate a a-1 i-1");
+  rig.tick();
+  rig.slurm.finish_power_down("a-1");
+  rig.slurm.nodes.at("a-1").fail = false;  // a powered-down node comes back clean
+  rig.runner.set_result({0, "instance_id=i-2\nnode_addr=10.0.0.10\n", ""});
+  REQUIRE(rig.tick_until([&] { return rig.phase_is(1, SlotPhase::joining); }));
+  CHECK(rig.provider_calls().back() == "create a a-1 a:a-1:2");
+  CHECK(rig.slurm.nodes.at("a-1").address == "10.0.0.10");
+  const auto records = rig.store->instance_records();
+  REQUIRE(records.size() == 2);
+  CHECK(records[0].token == "a:a-1:1");
+  CHECK(records[0].end_reason == "replace");
+  CHECK(records[0].terminated != 0);
+  CHECK(records[1].token == "a:a-1:2");
+  CHECK(records[1].instance_id == "i-2");
+  CHECK(records[1].terminated == 0);
+}
+
+TEST_CASE("provisioner owns its groups' slot names only", "[provisioner]") {
+  Rig rig;
+  rig.write_group("a", "type=compute\ncount=0\nmax_count=3\npartitions=main\n");
+  rig.add_slots("a-", 3);
+  rig.start();
+  CHECK_FALSE(rig.provisioner->owns("a-1"));  // no group read yet
+  rig.tick();
+  for (const auto* name : {"a-1", "a-2", "a-3"}) CHECK(rig.provisioner->owns(name));
+  for (const auto* name :
+       {"node1", "a-0", "a-01", "a-4", "a-99", "a-x", "a-", "a", "a-1x", "a-123456", "b-1"})
+    CHECK_FALSE(rig.provisioner->owns(name));
+}
+
+TEST_CASE("provisioner restarted keeps a slot in service as it is", "[provisioner]") {
+  Rig rig;
+  bring_up(rig);
+  const auto updates = rig.slurm.updates.size();
+  const auto calls = rig.runner.calls().size();
+  rig.provisioner.reset();
+  rig.start();
+  rig.tick();
+  rig.tick();
+  CHECK(rig.phase_is(1, SlotPhase::in_service));
+  CHECK(rig.slot(1).instance_id == "i-1");
+  CHECK(rig.updates_from(updates).empty());
+  CHECK(rig.runner.calls().size() == calls);
+  CHECK(rig.store->instance_records().size() == 1);
+}
+
+TEST_CASE("provisioner restarted during a create calls it again with the same token",
+          "[provisioner]") {
+  Rig rig;
+  rig.write_group("a", kComputeGroup);
+  rig.add_slots("a-", 2);
+  rig.runner.set_hang(true);
+  rig.start();
+  REQUIRE(rig.tick_until([&] { return rig.runner.calls().size() == 1; }));
+  rig.provisioner.reset();  // the controller stops: its call is cancelled
+
+  ar::test::FakeRunner runner;  // the restarted controller's
+  runner.set_result(kCreated);
+  ar::Provisioner second(*rig.store, rig.config, rig.slurm, rig.clock, runner);
+  CHECK(rig.phase_is(1, SlotPhase::creating, &second));
+  REQUIRE(rig.tick_until([&] { return rig.phase_is(1, SlotPhase::joining, &second); }, &second));
+  const auto calls = runner.calls();
+  REQUIRE(calls.size() == 1);
+  CHECK(std::vector<std::string>(calls[0].end() - 4, calls[0].end()) ==
+        std::vector<std::string>{"create", "a", "a-1", "a:a-1:1"});
+  const auto records = rig.store->instance_records();
+  REQUIRE(records.size() == 1);
+  CHECK(records[0].token == "a:a-1:1");
+  CHECK(records[0].instance_id == "i-1");
+}
+
+TEST_CASE("provisioner keeps its groups while a group file is bad, said once", "[provisioner]") {
+  Rig rig;
+  rig.write_group("a", "type=compute\ncount=0\nmax_count=2\npartitions=main\n");
+  rig.add_slots("a-", 2);
+  rig.start();
+  rig.tick();
+  rig.write_group("a", "type=compute\ncount=x\nmax_count=2\npartitions=main\n");
+  for (int i = 0; i < 4; ++i) rig.tick();
+  const auto state = rig.provisioner->state();
+  REQUIRE(state.groups.size() == 1);
+  CHECK(state.groups[0].spec.count == 0);
+  CHECK(state.groups[0].operation.count == 0);
+  const auto errors = rig.events("group_file_error");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].level == "error");
+  CHECK_THAT(errors[0].detail, Catch::Contains("count") && Catch::Contains("'x'"));
+  CHECK(rig.runner.calls().empty());
+}
+
+TEST_CASE("provisioner restarted while a failed create's slot powers down drains it again",
+          "[provisioner]") {
+  Rig rig;
+  rig.runner.set_result({75, "", ""});
+  rig.write_group("a", kComputeGroup);
+  rig.add_slots("a-", 2);
+  rig.start();
+  REQUIRE(rig.tick_until([&] { return rig.slurm.updated("power_down_force a-1"); }));
+  REQUIRE_FALSE(rig.slurm.nodes.at("a-1").drain);  // Slurm cleared it as it began powering down
+  rig.provisioner.reset();                         // before the drain was set again
+
+  rig.start();
+  const auto updates = rig.slurm.updates.size();
+  rig.tick();
+  rig.tick();
+  CHECK(rig.updates_from(updates) ==
+        std::vector<std::string>{"drain a-1 " + kPrefix + "empty slot"});
+  CHECK(rig.slurm.nodes.at("a-1").drain);
+  rig.slurm.finish_power_down("a-1");
+  rig.tick();
+  rig.tick();
+  CHECK(rig.slurm.nodes.at("a-1").drain);
+  CHECK_FALSE(rig.slurm.updated("power_down_asap"));
+  CHECK(rig.runner.calls().size() == 1);
+}
+
+namespace {
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("provisioner's group set writes the group's file and starts the operation at once",
+          "[provisioner]") {
+  Rig rig;
+  bring_up(rig);
+  const auto file = rig.config.provision.groups_dir / "a.conf";
+  std::filesystem::permissions(file, std::filesystem::perms::owner_read |
+                                         std::filesystem::perms::owner_write |
+                                         std::filesystem::perms::group_read);
+  const auto message = rig.provisioner->set_group("a", 2, std::nullopt, 0);
+  // The file keeps its mode (0640).
+  CHECK((std::filesystem::status(file).permissions() & std::filesystem::perms::mask) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+         std::filesystem::perms::group_read));
+  CHECK_THAT(message, Catch::Contains("count=2 written to " + file.string()));
+  CHECK_THAT(message, Catch::Contains("; operation 2 (count 2, min_count 0)"));
+  CHECK(read_file(file) == "type=compute\ncount=2\nmax_count=2\npartitions=main\n");
+  CHECK(rig.provisioner->state().groups.at(0).operation.count == 2);
+  const auto said = rig.events("group_set");
+  REQUIRE(said.size() == 1);
+  CHECK(said[0].detail == "count=2 set by uid 0 in " + file.string());
+  REQUIRE(rig.tick_until([&] { return rig.phase_is(2, SlotPhase::joining); }));
+
+  // Refused, the file as it was: beyond the declared slots, min_count above
+  // count, an unknown group.
+  CHECK_THROWS_WITH(rig.provisioner->set_group("a", 3, std::nullopt, 0),
+                    Catch::Contains("count 3 is more than max_count 2"));
+  CHECK_THROWS_WITH(rig.provisioner->set_group("a", std::nullopt, 5, 0),
+                    Catch::Contains("min_count 5 is more than count 2"));
+  CHECK_THROWS_WITH(rig.provisioner->set_group("b", 1, std::nullopt, 0),
+                    Catch::Contains("no group 'b': cannot read " +
+                                    (rig.config.provision.groups_dir / "b.conf").string()));
+  CHECK(read_file(file) == "type=compute\ncount=2\nmax_count=2\npartitions=main\n");
+  CHECK_FALSE(std::filesystem::exists(file.string() + ".auto-resume.tmp"));
+  CHECK(rig.events("group_set").size() == 1);
+}
+
+TEST_CASE("provisioner keeps a group's default max_count when its count changes", "[provisioner]") {
+  Rig rig;
+  rig.write_group("a", "type=compute\ncount=1\npartitions=main\n");  // max_count 4 by default
+  rig.add_slots("a-", 6);
+  rig.start();
+  rig.tick();
+  REQUIRE(rig.provisioner->state().groups.at(0).spec.max_count == 4);
+  rig.write_group("a", "type=compute\ncount=3\npartitions=main\n");  // 6 if read anew
+  rig.tick();
+  const auto group = rig.provisioner->state().groups.at(0);
+  CHECK(group.spec.max_count == 4);
+  CHECK(group.operation.count == 3);
+  CHECK(rig.events("group_config").empty());
+  // Beyond the slots it came with: said, not applied.
+  rig.write_group("a", "type=compute\ncount=5\npartitions=main\n");
+  rig.tick();
+  CHECK(rig.provisioner->state().groups.at(0).operation.count == 3);
+  const auto said = rig.events("group_config");
+  REQUIRE(said.size() == 1);
+  CHECK_THAT(said[0].detail, Catch::Contains("count 5 is more than max_count 4"));
+}
+
+TEST_CASE("provisioner's group retry lets a stopped group create again", "[provisioner]") {
+  Rig rig;
+  rig.config.provision.max_bootstrap_failures = 1;
+  rig.runner.set_result({65, "lifecycle script failed\n", ""});
+  rig.write_group("a", kComputeGroup);
+  rig.add_slots("a-", 2);
+  rig.start();
+  REQUIRE(rig.tick_until([&] { return rig.provisioner->state().groups.at(0).stopped; }));
+  CHECK_THROWS_WITH(rig.provisioner->retry_group("b", 0), Catch::Contains("no group 'b'"));
+  const auto message = rig.provisioner->retry_group("a", 0);
+  CHECK_THAT(message, Catch::Contains("group a creates again (it was stopped after 1 lifecycle "
+                                      "failures"));
+  CHECK_FALSE(rig.provisioner->state().groups.at(0).stopped);
+  CHECK(rig.events("group_retry").size() == 1);
+  CHECK_THAT(rig.provisioner->retry_group("a", 0),
+             Catch::Contains("was neither stopped nor waiting: nothing to retry"));
+}
+
+TEST_CASE("provisioner's group roll marks the in-service instances", "[provisioner]") {
+  Rig rig;
+  bring_up(rig);
+  CHECK_THROWS_WITH(rig.provisioner->roll_group("a", 0, 0), Catch::Contains("invalid batch 0"));
+  CHECK_THROWS_WITH(rig.provisioner->roll_group("b", 1, 0), Catch::Contains("no group 'b'"));
+  CHECK(rig.provisioner->roll_group("a", 1, 0) ==
+        "group a: 1 instance(s) to replace, 1 at a time (idle first; each drained, its jobs end "
+        "first)");
+  CHECK(rig.slot(1).roll);
+  CHECK(rig.provisioner->state().groups.at(0).roll_batch == 1);
+  CHECK(rig.events("roll_started").size() == 1);
+  // The roll replaces a-1: drained, terminated, created again.
+  const auto calls = rig.runner.calls().size();
+  rig.runner.set_result({0, "", ""});
+  REQUIRE(rig.tick_until([&] { return rig.provider_calls().size() > calls; }));
+  CHECK(rig.provider_calls().back() == "terminate a a-1 i-1");
+}
+
+TEST_CASE("provisioner names a node's last lifecycle log", "[provisioner]") {
+  Rig rig;
+  bring_up(rig);
+  CHECK(rig.provisioner->lifecycle_log("a-1") ==
+        (rig.config.provision.lifecycle_log_dir / "a" / "a-1.1.log").string());
+  CHECK(rig.provisioner->lifecycle_log("a-2") == std::string());  // no create yet
+  CHECK_FALSE(rig.provisioner->lifecycle_log("b-1").has_value());
+}
+
+TEST_CASE("provisioner powers down by force a slot whose lifecycle script failed",
+          "[provisioner]") {
+  Rig rig;
+  rig.runner.set_result({65, "lifecycle script failed\n", ""});
+  rig.write_group("a", kComputeGroup);
+  rig.add_slots("a-", 2);
+  rig.start();
+  // The instance exists (65), its slurmd never starts: the slot stays
+  // POWERING_UP, where Slurm ignores POWER_DOWN_ASAP.
+  REQUIRE(rig.tick_until([&] { return !rig.phase_is(1, SlotPhase::creating); }));
+  rig.runner.set_result({0, "", ""});
+  REQUIRE(rig.tick_until([&] { return rig.slurm.updated("power_down_force a-1"); }));
+  CHECK(rig.provider_calls().back() == "terminate a a-1 -");
+  CHECK_FALSE(rig.slurm.updated("power_down_asap a-1 (ignored: powering up)"));
+  rig.slurm.finish_power_down("a-1");
+  // Terminated, metered, and created again (a lifecycle failure returns).
+  REQUIRE(rig.tick_until([&] { return rig.slot(1).attempt == 2; }));
+  const auto records = rig.store->instance_records();
+  REQUIRE_FALSE(records.empty());
+  CHECK(records[0].end_reason == "bootstrap");
+  CHECK(records[0].terminated != 0);
+}
+
+TEST_CASE("provisioner terminates an instance the provider lists and it does not know",
+          "[provisioner]") {
+  Rig rig;
+  rig.config.provision.orphan_timeout = std::chrono::seconds{10};
+  // A group whose one instance the controller knows (a:a-1:1, i-1).
+  bring_up(rig);
+  rig.runner.set_result({0, "token=a:a-1:1 instance_id=i-1\ntoken=a:a-2:7 instance_id=i-9\n", ""});
+  const auto lists = [&] {
+    const auto calls = rig.provider_calls();
+    return std::ranges::count(calls, std::string("list"));
+  };
+  const auto before = lists();
+  rig.clock.advance(std::chrono::seconds{6});  // past the next look (orphan_timeout / 2)
+  REQUIRE(rig.tick_until([&] { return lists() > before; }));
+  const auto terminated = [&](const std::string& what) {
+    return std::ranges::count(rig.provider_calls(), "terminate " + what);
+  };
+  // Listed, not yet for orphan_timeout: left alone.
+  rig.clock.advance(std::chrono::seconds{6});
+  REQUIRE(rig.tick_until([&] { return lists() > before + 1; }));
+  rig.tick();
+  CHECK(terminated("a a-2 i-9") == 0);
+  // Listed again after orphan_timeout: terminated; the known one never.
+  rig.clock.advance(std::chrono::seconds{6});
+  REQUIRE(rig.tick_until([&] { return terminated("a a-2 i-9") == 1; }));
+  REQUIRE(rig.tick_until([&] { return !rig.events("orphan_terminated").empty(); }));
+  const auto said = rig.events("orphan_terminated");
+  REQUIRE(said.size() == 1);
+  CHECK(said[0].group == "a");
+  CHECK(said[0].node == "a-2");
+  CHECK(said[0].level == "warning");
+  CHECK_THAT(said[0].detail, Catch::Contains("instance i-9 (token a:a-2:7)"));
+  CHECK(terminated("a a-1 i-1") == 0);
+}
+
+TEST_CASE("provisioner says once that the provider's list fails, and looks again later",
+          "[provisioner]") {
+  Rig rig;
+  rig.config.provision.orphan_timeout = std::chrono::seconds{10};
+  rig.runner.set_result({2, "local-provider: unknown command 'list'\n", ""});
+  rig.start();
+  REQUIRE(rig.tick_until([&] { return !rig.events("group_config").empty(); }));
+  rig.clock.advance(std::chrono::seconds{6});
+  REQUIRE(rig.tick_until(
+      [&] { return std::ranges::count(rig.provider_calls(), std::string("list")) == 2; }));
+  rig.tick();
+  const auto said = rig.events("group_config");
+  REQUIRE(said.size() == 1);
+  CHECK_THAT(said[0].detail, Catch::Contains("the provider's list failed (orphans are not "
+                                             "looked for): exit 2"));
+}
