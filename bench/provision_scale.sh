@@ -49,6 +49,13 @@ fi
 [[ $capacity_backoff =~ ^[1-9][0-9]*$ ]] || bad "--capacity-backoff '$capacity_backoff' is not a positive number"
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# For a closer look: KEEP_LOGS=DIR keeps the controller's and the cluster's
+# logs and the provider's calls there.
+bench_cleanup() {
+  [[ -n ${KEEP_LOGS:-} ]] || return 0
+  mkdir -p "$KEEP_LOGS"
+  cp -r "$dir/auto-resumed.log" "$dir/c/log" "$dir/c/provider" "$KEEP_LOGS/" 2>/dev/null || true
+}
 cli=$build/cli/auto-resume
 [[ -x $cli ]] || { echo "provision_scale: build first (no $cli)" >&2; exit 1; }
 fail() { echo "provision_scale: $*" >&2; exit 1; }
@@ -58,7 +65,8 @@ wait_for() {
   shift 2
   until "$@"; do
     kill -0 "$controller_pid" 2>/dev/null || fail "auto-resumed exited: $(tail -n 5 "$dir/auto-resumed.log")"
-    ((SECONDS < deadline)) || fail "no $what within $secs s (controller log: $(tail -n 5 "$dir/auto-resumed.log"))"
+    ((SECONDS < deadline)) ||
+      fail "no $what within $secs s; g's nodes: $(sinfo -h -N -p pg -o '%T %E' 2>&1 | sort | uniq -c | paste -sd';'); controller log: $(tail -n 5 "$dir/auto-resumed.log")"
     sleep 0.2
   done
 }
@@ -193,9 +201,11 @@ rm "$provider/capacity-g"
 wait_for $((120 + capacity_backoff + 4 * boot_seconds)) "$max idle nodes after capacity returned" idle_is "$max"
 echo "converged $(since "$t0") s after capacity returned ($room of $max were up; capacity_backoff ${capacity_backoff} s, boots ${boot_seconds} s)"
 
-created=$(($(creates) - creates_start))
+# Instances: the creates less the injected failures (a repeated create of
+# a token would count, and the check above says there was none).
+made=$(($(creates) - creates_start - $(injected)))
 cpu=$(awk -v a="$(cpu_seconds)" -v b="$cpu_start" 'BEGIN {printf "%.2f", a - b}')
-echo "controller CPU: $cpu s for $created creates = $(awk -v c="$cpu" -v n="$created" 'BEGIN {printf "%.2f", 100 * c / n}') s per 100 instances"
+echo "controller CPU: $cpu s over the run, $made instances created = $(awk -v c="$cpu" -v n="$made" 'BEGIN {printf "%.2f", 100 * c / n}') s per 100 instances"
 during=$(($(restarts) - restarts_at_start))
 echo "slurmctld restarts: $restarts_at_start for the new group, $during in $changes count changes within max_count"
 ((during == 0)) || fail "slurmctld restarted $during times for count changes within max_count"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Continuous provisioning's repairs and the admin's commands on the local
 # cluster (docs/provisioning.md), one compute group g of 3 nodes:
-#   1. its lifecycle script fails: each failure is an event with the host,
-#      the script and its log's end, the instance is terminated, and after
-#      max_bootstrap_failures in a row the group stops; `lifecycle-log`
-#      shows the log; once the script is fixed, `group retry` brings the
-#      3 nodes;
+#   1. its lifecycle script, a deep health check (auto-resume-healthcheck's
+#      cpu stress check) before the node takes jobs, fails (the node's
+#      recorded baseline is out of reach): each failure is an event with
+#      the host, the script and its log's end, the instance is terminated,
+#      and after max_bootstrap_failures in a row the group stops;
+#      `lifecycle-log` shows the log; once the baseline is right, `group
+#      retry` brings the 3 nodes;
 #   2. `Action:Replace` on g-2: the same node name comes back as a new
 #      instance (two metering records for g-2);
 #   3. `group roll g --batch 2` with a job on g-1: g-2 and g-3 are replaced
@@ -18,17 +20,18 @@ source "$(dirname "$0")/lib.sh"
 
 group_slots 4 g
 cluster_up --nodes 1 "${SLOTS[@]}" >/dev/null
-host=$(hostname -s)
 cd "$WORK" || exit
 
 mkdir -p groups "$CLUSTER/provider"
 cat >lifecycle.sh <<SCRIPT
 #!/bin/sh
-if [ -e $WORK/broken ]; then echo "disk check failed on \$(hostname -s)"; exit 1; fi
+# The deep health check, dry: a failure fails the script (exit 1), and the
+# provider terminates the instance.
+"$AR_HEALTHCHECK" --check cpu --stress-seconds 1 --baseline-file "$WORK/baseline" --dry-run || exit 1
 echo "lifecycle ok"
 SCRIPT
 chmod +x lifecycle.sh
-touch broken
+echo 1000000000000 >baseline  # bogo ops/s no node reaches
 printf 'count=3\nmax_count=4\npartitions=pg\nlifecycle_script=%s\n' "$WORK/lifecycle.sh" \
   >groups/g.conf
 provisioning_up "max_bootstrap_failures=2
@@ -53,18 +56,19 @@ ended() {
 # 1. The lifecycle script fails: the group stops after 2 in a row.
 wait_until 60 "group g to stop" event_seen 'group g group_stopped \(error\): [23] lifecycle failures in a row'
 "$AR_CLI" events --group g --level error >errors.txt
-assert_contains errors.txt "group g node g-[1-3] lifecycle_failed \(error\): the lifecycle script failed.*host g-[1-3].*$WORK/lifecycle\.sh.*disk check failed on $host" \
+assert_contains errors.txt "group g node (g-[1-3]) lifecycle_failed \(error\): the lifecycle script failed.*host \1.*$WORK/lifecycle\.sh.*would mark \1 FAIL: Action:Replace cpu: " \
   "a lifecycle failure's event (host, script, the log's end)"
 "$AR_CLI" group status >status.txt
 assert_contains status.txt '^g +compute +Failed .*stopped after [23] lifecycle failures in a row \(auto-resume group retry g\)' \
   "group status of the stopped group"
 failed=$(grep -o 'node g-[1-3] lifecycle_failed' errors.txt | head -n 1 | cut -d' ' -f2)
 "$AR_CLI" lifecycle-log "$failed" >log.txt
-assert_contains log.txt "^disk check failed on $host$" "lifecycle-log $failed"
+assert_contains log.txt "^cpu: fail: cpu throughput [0-9]+ bogo ops/s is below 50% of this node's baseline 1000000000000$" \
+  "lifecycle-log $failed"
 wait_until 30 "the failed instances terminated" ended "$failed" bootstrap
 for n in g-1 g-2 g-3; do ! idle "$n" || fail "$n is idle although its lifecycle script failed"; done
 
-rm broken
+rm baseline
 "$AR_CLI" group retry g >retry.txt
 assert_contains retry.txt "group g creates again \(it was stopped after [23] lifecycle failures" "group retry"
 wait_until 60 "g-1, g-2 and g-3 idle after the retry" all_idle g-1 g-2 g-3
