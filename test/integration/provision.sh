@@ -8,7 +8,9 @@
 # When capacity returns, the third is created after capacity_backoff, the
 # job starts on the three, and the group is InService. Unprovisioned slots
 # never show in sinfo. Lowering a's count to 1 (`auto-resume group set`)
-# then takes its idle nodes away (powered down and hidden again). Along the
+# with a job on a-2 and one on a-3 then takes the idle a-1 away at once
+# (powered down and hidden again) and a-3 once its job ends; usage shows
+# both closed. Along the
 # way the admin's commands are checked: group status, group set (and what
 # it refuses), usage, events --group/--level/--json, lifecycle-log (group
 # b's lifecycle script), and that a user may not use them.
@@ -121,16 +123,30 @@ assert_contains lifecycle.out "^lifecycle of $host done$" "lifecycle-log b-1"
 assert_contains lifecycle.err "$WORK/lifecycle/b/b-1\.1\.log" "lifecycle-log b-1's path"
 refused "'x-1' is no group's node" lifecycle-log x-1
 
-# Scale-in: count 1 takes a's idle nodes away, hidden and drained again.
+# Scale-in with a job on a-2 and one on a-3: count 1 takes the idle a-1
+# at once, hidden and drained again, and a-3 (busy, the highest slot) once
+# its job ends; a-2 stays.
+for n in 2 3; do
+  sbatch --parsable -p pa -w "a-$n" -J "on-a-$n" -o /dev/null --wrap "until [ -e $WORK/end-a-$n ]; do sleep 0.2; done" >/dev/null
+done
+runs_on() { [[ $(squeue -h -n "on-$1" -t R -o %N) == "$1" ]]; }
+wait_until 30 "the jobs on a-2 and a-3 to run" eval 'runs_on a-2 && runs_on a-3'
 "$AR_CLI" group set a count=1 >set.out
 assert_contains set.out "group a: count=1 written to $WORK/groups/a.conf; operation [0-9]+ \(count 1" \
   "group set"
 assert_eq "$(cat "$WORK/groups/a.conf")" $'count=1\nmax_count=4\npartitions=pa' "a.conf after group set"
 gone() { ! shown "$1"; }
-wait_until 60 "a-2 and a-3 powered down and hidden" eval 'gone a-2 && gone a-3'
-idle a-1 || fail "a-1 is not idle after the scale-in: $(sinfo -N)"
-wait_until 20 "the terminations of a-2 and a-3" \
-  eval "event_seen 'group a node a-3 instance_terminated: scale_in' && event_seen 'group a node a-2 instance_terminated: scale_in'"
+wait_until 60 "a-1 powered down and hidden" gone a-1
+wait_until 20 "the termination of a-1" event_seen 'group a node a-1 instance_terminated: scale_in'
+state_of() { sinfo -h -n "$1" -N -o '%T' | head -n 1; }
+assert_eq "$(state_of a-3)" draining "a-3's state while its job runs"
+runs_on a-3 || fail "the job on a-3 ended with the scale-in"
+[[ $(state_of a-2) == @(allocated|mixed) ]] || fail "a-2 is $(state_of a-2), not running its job"
+touch end-a-3
+wait_until 60 "a-3 powered down and hidden once its job ended" gone a-3
+wait_until 20 "the termination of a-3" event_seen 'group a node a-3 instance_terminated: scale_in'
+touch end-a-2
+wait_until 30 "a-2 idle" idle a-2
 
 # Metering: a's three instances, two of them ended by the scale-in.
 "$AR_CLI" usage --group a >usage.txt
