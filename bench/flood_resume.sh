@@ -10,7 +10,7 @@
 # A fresh local cluster and controller for each run; the controller has its
 # default settings but for what the local cluster needs (listen, state_dir,
 # munge_socket, provider=local), under a descriptor limit of --nofile (default
-# 65536: LimitNOFILE= of examples/auto-resumed.service, or the hard limit here
+# 65536: LimitNOFILE= of examples/auto-resumed.service.in, or the hard limit here
 # if that is lower and cannot be raised). Each way runs --runs
 # times, alternating; prints each run, the medians and the ratio flood /
 # no flood.
