@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `cmake --install` of a build into a scratch DESTDIR: the plugin in Slurm's
 # plugin folder, the CLI in bin, the daemons in sbin, the systemd units
-# (their ExecStart naming the installed daemons) and the examples.
-#   install.sh BUILD_DIR PREFIX SLURM_PLUGIN_DIR SYSTEMD_UNIT_DIR DOCDIR
+# (their ExecStart naming the installed daemons), the examples and the man
+# pages (MANDIR "-": a build without them).
+#   install.sh BUILD_DIR PREFIX SLURM_PLUGIN_DIR SYSTEMD_UNIT_DIR DOCDIR MANDIR
 set -euo pipefail
-(($# == 5)) || { echo "usage: install.sh BUILD_DIR PREFIX SLURM_PLUGIN_DIR SYSTEMD_UNIT_DIR DOCDIR" >&2; exit 2; }
-build=$1 prefix=$2 plugin_dir=$3 unit_dir=$4 doc_dir=$5
+(($# == 6)) || { echo "usage: install.sh BUILD_DIR PREFIX SLURM_PLUGIN_DIR SYSTEMD_UNIT_DIR DOCDIR MANDIR" >&2; exit 2; }
+build=$1 prefix=$2 plugin_dir=$3 unit_dir=$4 doc_dir=$5 man_dir=$6
 root=$(mktemp -d /tmp/ar-install.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 fail() { echo "FAIL [install]: $*" >&2; exit 1; }
@@ -26,4 +27,9 @@ for unit in auto-resumed auto-resume-agent; do
   [[ $start == "$prefix/sbin/$unit" ]] || fail "$unit.service starts '$start', not $prefix/sbin/$unit"
 done
 [[ -f $root$doc_dir/examples/train_auto_resume.sh ]] || fail "no examples in $doc_dir/examples"
+if [[ $man_dir != - ]]; then
+  page=$root$man_dir/man5/auto-resumed.conf.5
+  [[ -f $page ]] || fail "no $man_dir/man5/auto-resumed.conf.5"
+  grep -q '^\.TH "auto-resumed\.conf" "5"' "$page" || fail "$page is no man page: $(head -n 5 "$page")"
+fi
 echo "installed: $(cd "$root" && find . -type f | wc -l) files; plugin in $plugin_dir, units in $unit_dir"
