@@ -28,8 +28,10 @@ for unit in auto-resumed auto-resume-agent; do
 done
 [[ -f $root$doc_dir/examples/train_auto_resume.sh ]] || fail "no examples in $doc_dir/examples"
 if [[ $man_dir != - ]]; then
-  page=$root$man_dir/man5/auto-resumed.conf.5
-  [[ -f $page ]] || fail "no $man_dir/man5/auto-resumed.conf.5"
-  grep -q '^\.TH "auto-resumed\.conf" "5"' "$page" || fail "$page is no man page: $(head -n 5 "$page")"
+  for page in auto-resume.1 auto-resumed.conf.5; do
+    file=$root$man_dir/man${page##*.}/$page
+    [[ -f $file ]] || fail "no $man_dir/man${page##*.}/$page"
+    grep -q "^\.TH \"${page%.*}\" \"${page##*.}\"" "$file" || fail "$file is no man page: $(head -n 8 "$file")"
+  done
 fi
 echo "installed: $(cd "$root" && find . -type f | wc -l) files; plugin in $plugin_dir, units in $unit_dir"
