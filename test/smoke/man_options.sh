@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# auto-resume(1) against the CLI: every command and group command its
-# --help lists has an entry in the page's source ("*COMMAND" at a line's
-# start), and every option of the program and of each command ("--name" in
-# their --help) is named in the page ("*--name*").
-#   man_cli.sh CLI PAGE_SOURCE
+# A program's man page against its --help (CLI11's): every command and
+# group command it lists has an entry in the page's source ("*COMMAND" at a
+# line's start), and every option of the program and of each command
+# ("--name" in their --help) is named in the page ("*--name*").
+#   man_options.sh PROGRAM PAGE_SOURCE
 set -euo pipefail
-(($# == 2)) || { echo "usage: man_cli.sh CLI PAGE_SOURCE" >&2; exit 2; }
+(($# == 2)) || { echo "usage: man_options.sh PROGRAM PAGE_SOURCE" >&2; exit 2; }
 cli=$1 page=$2
 errors=()
 # commands HELP: the subcommands a --help text lists.
@@ -37,9 +37,14 @@ for command in $(commands "$top"); do
     count=$((count + 1))
   done
 done
-((count > 0)) || errors+=("no command found in $cli --help")
+# A program without commands: its options only, and it must have some.
+if [[ -z $(commands "$top") ]]; then
+  [[ -n $(options "$top") ]] || errors+=("no option found in $cli --help")
+elif ((count == 0)); then
+  errors+=("no command found in $cli --help")
+fi
 if ((${#errors[@]})); then
   printf "FAIL [man]: $page: %s\n" "${errors[@]}" >&2
   exit 1
 fi
-echo "$page: $count commands, each with an entry and its options"
+echo "$page: $count commands, each with an entry; every option of $(basename "$cli") named"
