@@ -29,7 +29,7 @@ done
 [[ -f $root$doc_dir/examples/train_auto_resume.sh ]] || fail "no examples in $doc_dir/examples"
 if [[ $man_dir != - ]]; then
   for page in auto-resume.1 auto-resumed.conf.5 auto-resumed.8 auto-resume-agent.8 auto-resume-healthcheck.8 \
-    auto-resume-plugin.8; do
+    auto-resume-plugin.8 healthcheck.conf.5; do
     file=$root$man_dir/man${page##*.}/$page
     [[ -f $file ]] || fail "no $man_dir/man${page##*.}/$page"
     grep -q "^\.TH \"${page%.*}\" \"${page##*.}\"" "$file" || fail "$file is no man page: $(head -n 8 "$file")"
