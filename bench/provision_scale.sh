@@ -76,7 +76,7 @@ for n in $counts; do ((n <= max)) || max=$n; done
 parallel=16  # max_parallel_creates's default
 include=$dir/nodes.conf
 echo "# empty until the controller writes it" >"$include"
-"$cluster_cmd" up "$dir/c" --nodes 1 \
+"$cluster_cmd" up "$dir/c" --nodes 1 --no-plugin \
   --conf-line 'SuspendProgram=/bin/true' --conf-line 'ResumeProgram=/bin/true' \
   --conf-line 'SuspendTime=3600' --conf-line 'SuspendExcParts=debug' \
   --conf-line 'ResumeTimeout=300' --conf-line 'SuspendTimeout=2' \
