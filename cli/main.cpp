@@ -6,10 +6,12 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autoresume/client.hpp"
@@ -250,6 +252,7 @@ struct Commands {
   std::string since;
   std::uint32_t events_limit = proto::kDefaultEventRows;
   std::int64_t after = -1;
+  bool follow = false;
   CLI::App* replace = nullptr;
   std::string replace_node;
   bool replace_now = false;
@@ -301,6 +304,9 @@ void add_commands(CLI::App& app, Commands& c) {
   c.events->add_option("--group", c.events_group, "Only this node group's events");
   c.events->add_option("--level", c.events_level, "Only events this grave or graver")
       ->check(CLI::IsMember({"info", "warning", "error"}));
+  c.events->add_flag("--follow", c.follow,
+                     "Then print new events as they come (a look a second) until interrupted; "
+                     "without --since or --after, only events from now on");
   c.replace = app.add_subcommand(
       "replace",
       "Replace a node (root): FAIL it, let its jobs finish, have the provider replace it");
@@ -411,6 +417,25 @@ void run_provisioning(const Controller& controller, const Commands& c) {
         });
 }
 
+// `events --follow`: the events from `request` on, page by page, then a
+// look a second for more, until interrupted (or the controller stops
+// answering: the error ends it); each event printed once, as it comes
+// (with --json, one JSON object a line).
+[[noreturn]] void follow_events(const Controller& controller, proto::EventsRequest request) {
+  for (;;) {
+    request.limit = proto::kMaxPageRows;
+    const auto page = fetch(controller, request);
+    if (controller.as_json) {
+      for (const auto& e : events_json(page)["events"]) fmt::print("{}\n", e.dump());
+    } else {
+      print_events(page);
+    }
+    std::fflush(stdout);
+    if (!page.events.empty()) request.after = page.events.back().id;
+    if (!page.next) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
 // Asks what the parsed subcommand asks, and prints the answer.
 void run(const Controller& controller, const Commands& c) {
   if (c.hello->parsed())
@@ -425,14 +450,17 @@ void run(const Controller& controller, const Commands& c) {
   }
   if (c.events->parsed()) {
     proto::EventsRequest request;
-    if (!c.since.empty())
-      request.since = ar::parse_since("--since", c.since,
-                                      std::chrono::duration_cast<std::chrono::seconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count());
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    if (!c.since.empty()) request.since = ar::parse_since("--since", c.since, now);
     if (c.after >= 0) request.after = c.after;
     request.group = c.events_group;
     request.level = c.events_level;
+    if (c.follow) {
+      if (!request.since && !request.after) request.since = now;
+      follow_events(controller, request);
+    }
     proto::EventsReply all;
     const auto next = fetch_pages(controller, request, c.events_limit, &proto::EventsReply::events,
                                   &proto::EventsRequest::after, all);

@@ -14,7 +14,9 @@
 #      together while the job runs; g-1 is drained, and replaced once its
 #      job ends;
 #   4. an instance the provider lists and the controller never made (an
-#      orphan) is terminated after orphan_timeout.
+#      orphan) is terminated after orphan_timeout;
+#   5. `events --follow`, started with the controller, printed the group's
+#      events as they came, each once and in order.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -36,6 +38,10 @@ printf 'count=3\nmax_count=4\npartitions=pg\nlifecycle_script=%s\n' "$WORK/lifec
   >groups/g.conf
 provisioning_up "max_bootstrap_failures=2
 orphan_timeout=3"
+# `events --follow`, from now on, for the whole test: checked at the end.
+"$AR_CLI" events --follow --group g >follow.txt 2>follow.err &
+follow_pid=$!
+on_exit "kill $follow_pid 2>/dev/null"
 
 idle() { [[ $(sinfo -h -n "$1" -N -o '%T' 2>/dev/null | head -n 1) == idle ]]; }
 all_idle() {
@@ -117,4 +123,19 @@ echo "i-0rphan g-4 g" >"$orphan"
 wait_until 30 "the orphan terminated" event_seen 'group g node g-4 orphan_terminated \(warning\): instance i-0rphan'
 [[ ! -e $orphan ]] || fail "the orphan's instance is still there"
 assert_eq "$(records g-4)" 0 "g-4's metering records (the orphan was never the controller's)"
+
+# 5. What events --follow printed as it came: the group's events from its
+# start on, each once, in order, through to the orphan's termination.
+wait_until 10 "events --follow to print the orphan's termination" grep -q 'orphan_terminated' follow.txt
+kill "$follow_pid"
+wait "$follow_pid" 2>/dev/null || true
+"$AR_CLI" events --group g >all-events.txt
+python3 - follow.txt all-events.txt <<'PY' || fail "events --follow: $(cat follow.txt follow.err)"
+import sys
+follow = open(sys.argv[1]).read().splitlines()
+every = open(sys.argv[2]).read().splitlines()
+assert len(follow) >= 10, follow
+n = len(follow)
+assert any(every[i:i + n] == follow for i in range(len(every) - n + 1)), (follow, every)
+PY
 note "ok"
