@@ -75,14 +75,20 @@ sed -i 's/^count=1/count=2/' groups/g.conf
 "$AR_CLI" group plan >plan.txt
 assert_contains plan.txt ': no change$' "group plan for a count change"
 wait_until 60 "g-2 idle" node_is g-2 idle
+# The controller held (a pause) while the change is planned: it would
+# otherwise restart slurmctld for it within a second.
+"$AR_CLI" pause --reason "group plan before the change" >/dev/null
 sed -i 's/^count=2/count=1/; s/^max_count=2/max_count=3/' groups/g.conf
 "$AR_CLI" group plan >plan.txt || true
 assert_contains plan.txt '^\+NodeName=g-3 CPUs=2 Port=' "group plan for a new max_count"
 assert_contains plan.txt 'slurmctld restart' "group plan says a restart for max_count"
 
-# 4. The restart for max_count=3 (step 3's edit) leaves a running job alone.
+# 4. The restart for max_count=3 (step 3's edit, once the controller acts
+# again) leaves a running job alone.
 job=$(sbatch --parsable -p pg -N1 -w g-1 -o job.out --wrap 'sleep 300')
 wait_until 30 "job $job running" job_is "$job" RUNNING
+assert_eq "$(restarts)" 1 "slurmctld restarts while the controller was paused"
+"$AR_CLI" unpause >/dev/null
 wait_until 60 "a second restart" restarted_twice
 wait_until 60 "g-3 in the group's NodeSet" grep -qx 'NodeSet=g Nodes=g-\[1-3\]' "$include"
 assert_eq "$(restarts)" 2 "slurmctld restarts for max_count 3"
