@@ -17,6 +17,8 @@
 #include "nodes/probe.hpp"
 #include "resume/engine.hpp"
 #include "server/limits.hpp"
+#include "server/metrics.hpp"
+#include "server/metrics_http.hpp"
 #include "server/net.hpp"
 #include "server/server.hpp"
 #include "server/service.hpp"
@@ -71,7 +73,19 @@ int main(int argc, char** argv) {
     ar::TcpProber prober;
     ar::ProcessRunner runner;
     ar::Store store(config.state_dir, clock);
-    ar::NodeKeeper keeper(store, config, slurm, clock, prober, runner);
+    // Counted whether or not metrics_listen serves them (it costs little).
+    ar::ControllerMetrics metrics;
+    store.on_event(
+        [&metrics](std::string_view kind, bool node_event) { metrics.event(kind, node_event); });
+    ar::MeteredRunner replace_runner(runner, metrics, [](const auto&) { return "replace"; });
+    ar::MeteredRunner provision_runner(runner, metrics, [&config](const auto& words) {
+      if (words == config.provision.slurmctld_restart_command)
+        return std::string("slurmctld_restart");
+      for (const auto* op : {"create", "terminate", "list"})
+        if (words.size() > 1 && words[1] == op) return std::string(op);
+      return std::string("other");
+    });
+    ar::NodeKeeper keeper(store, config, slurm, clock, prober, replace_runner);
     ar::Engine engine(store, config, keeper, slurm, clock, prober);
     ar::Service service(
         store, slurm, clock, [&engine] { engine.wake(); }, &keeper, &config);
@@ -79,7 +93,7 @@ int main(int argc, char** argv) {
     engine.share_verdict_asks(&service.verdict_asks());
     std::optional<ar::Provisioner> provisioner;
     if (config.provision.mode == ar::Provisioning::continuous) {
-      provisioner.emplace(store, config, slurm, clock, runner, &keeper.gate());
+      provisioner.emplace(store, config, slurm, clock, provision_runner, &keeper.gate());
       keeper.set_owned_elsewhere(
           [&provisioner](const std::string& node) { return provisioner->owns(node); });
       engine.share_provisioner(&*provisioner);
@@ -97,7 +111,19 @@ int main(int argc, char** argv) {
           return service.handle(request, caller, peer);
         },
         [&service](uid_t caller) { return service.privileged(caller); });
+    service.share_metrics(&metrics);
     server.start();
+    std::optional<ar::MetricsServer> metrics_server;
+    if (config.metrics_listen) {
+      const ar::ControllerMetrics::Sources sources{&store, &keeper,
+                                                   provisioner ? &*provisioner : nullptr,
+                                                   config.state_dir, config.heartbeat_timeout};
+      metrics_server.emplace(io, workers, *config.metrics_listen,
+                             [&metrics, sources] { return metrics.scrape(sources); });
+      metrics_server->start();
+      const auto at = metrics_server->local_endpoint();
+      ar::log::info("metrics at http://{}:{}/metrics", at.address().to_string(), at.port());
+    }
     engine.start();
     ar::net::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int signal) {

@@ -39,8 +39,22 @@ ProviderKind parse_provider(std::string_view value) {
                     "' (available: local, command, spares)");
 }
 
+// metrics_listen: off, PORT (on loopback) or HOST:PORT.
+std::optional<Endpoint> parse_metrics_listen(std::string_view key, std::string_view value) {
+  if (value == "off") return std::nullopt;
+  if (!value.empty() && value.find_first_not_of("0123456789") == std::string_view::npos) {
+    try {
+      return Endpoint{"127.0.0.1", static_cast<std::uint16_t>(parse_uint(key, value, 1, 65535))};
+    } catch (const ConfigError&) {
+      invalid_value(key, value, "the port must be a number from 1 to 65535");
+    }
+  }
+  return parse_endpoint(key, value);
+}
+
 constexpr std::string_view kKnownKeys =
-    "listen, state_dir, provider, max_attempts, attempt_window, healthy_after, munge_socket, "
+    "listen, metrics_listen, state_dir, provider, max_attempts, attempt_window, healthy_after, "
+    "munge_socket, "
     "backoff, probe_interval, probe_failures, probe_max_silent_percent, end_window, "
     "repair_timeout, min_time_left, local_restart_command, "
     "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
@@ -243,6 +257,8 @@ bool apply_guard(DaemonConfig& config, const std::string& key, const std::string
 void apply(DaemonConfig& config, const std::string& key, const std::string& value) {
   if (key == "listen") {
     config.listen = parse_endpoint(key, value);
+  } else if (key == "metrics_listen") {
+    config.metrics_listen = parse_metrics_listen(key, value);
   } else if (key == "state_dir") {
     config.state_dir = parse_absolute_path(key, value);
   } else if (key == "provider") {
@@ -400,6 +416,7 @@ DaemonConfig load_daemon_config(const std::filesystem::path& file) {
 std::string render(const DaemonConfig& config) {
   std::ostringstream out;
   out << "listen=" << config.listen.str() << "\n"
+      << "metrics_listen=" << (config.metrics_listen ? config.metrics_listen->str() : "off") << "\n"
       << "state_dir=" << config.state_dir.string() << "\n"
       << "provider=" << to_string(config.provider) << "\n"
       << "max_attempts=" << config.max_attempts << "\n"

@@ -252,6 +252,29 @@ GroupStatus derive_status(const Group& group) {
 
 }  // namespace
 
+SlotCounts count_slots(const Group& group) {
+  SlotCounts out;
+  for (const auto& slot : group.slots) {
+    switch (slot.phase) {
+      case SlotPhase::in_service:
+        ++out.in_service;
+        break;
+      case SlotPhase::creating:
+      case SlotPhase::joining:
+      case SlotPhase::waiting:
+        ++out.starting;
+        break;
+      case SlotPhase::draining:
+      case SlotPhase::terminating:
+        ++out.leaving;
+        break;
+      case SlotPhase::empty:
+        break;
+    }
+  }
+  return out;
+}
+
 std::string_view to_string(SlotPhase phase) {
   static constexpr std::array<std::string_view, 7> kNames = {
       "empty", "creating", "joining", "waiting", "in_service", "draining", "terminating"};

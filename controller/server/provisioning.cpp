@@ -132,25 +132,10 @@ proto::GroupsReply Service::do_groups(const Provisioner& provisioner) {
     out.min_count = group.operation.min_count;
     out.max_count = group.spec.max_count;
     out.operation = group.operation.id;
-    for (const auto& slot : group.slots) {
-      using provision::SlotPhase;
-      switch (slot.phase) {
-        case SlotPhase::in_service:
-          ++out.in_service;
-          break;
-        case SlotPhase::creating:
-        case SlotPhase::joining:
-        case SlotPhase::waiting:
-          ++out.starting;
-          break;
-        case SlotPhase::draining:
-        case SlotPhase::terminating:
-          ++out.leaving;
-          break;
-        case SlotPhase::empty:
-          break;
-      }
-    }
+    const auto slots = provision::count_slots(group);
+    out.in_service = slots.in_service;
+    out.starting = slots.starting;
+    out.leaving = slots.leaving;
     out.detail = group_detail(group, now);
     reply.groups.push_back(std::move(out));
   }

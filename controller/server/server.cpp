@@ -12,17 +12,6 @@ namespace asio = net::asio;
 using net::tcp;
 namespace code = proto::code;
 
-namespace {
-
-tcp::endpoint resolve(asio::io_context& io, const Endpoint& listen) {
-  tcp::resolver resolver(io);
-  const auto results = resolver.resolve(listen.host, std::to_string(listen.port),
-                                        tcp::resolver::passive | tcp::resolver::numeric_service);
-  return results.begin()->endpoint();
-}
-
-}  // namespace
-
 struct Server::Connection {
   enum class State { waiting, authenticated, released };
   explicit Connection(tcp::socket s) : socket(std::move(s)), deadline(socket.get_executor()) {}
@@ -46,7 +35,7 @@ struct Server::Connection {
 
 Server::Server(asio::io_context& io, asio::thread_pool& workers, const Endpoint& listen,
                const ConnectionLimits& limits, Munge& munge, Handler handle, Privileged privileged)
-    : acceptor_(io, resolve(io, listen), /*reuse_address=*/true),
+    : acceptor_(io, net::resolve_listen(io, listen), /*reuse_address=*/true),
       workers_(workers),
       limits_(limits),
       munge_(munge),

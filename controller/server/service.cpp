@@ -57,9 +57,15 @@ void Service::refuse(uid_t caller, const std::string& message) {
 
 std::string Service::handle(const proto::Request& request, uid_t caller, const std::string& peer) {
   try {
-    return proto::ok_reply(request.id, dispatch(request, caller, peer));
+    auto reply = proto::ok_reply(request.id, dispatch(request, caller, peer));
+    if (metrics_ != nullptr) metrics_->request(request.op, "ok");
+    return reply;
   } catch (const ProtocolError& e) {
+    if (metrics_ != nullptr) metrics_->request(request.op, e.code());
     return proto::error_reply(request.id, e.code(), e.what());
+  } catch (...) {
+    if (metrics_ != nullptr) metrics_->request(request.op, code::kInternal);
+    throw;
   }
 }
 
@@ -98,12 +104,9 @@ json Service::dispatch(const proto::Request& request, uid_t caller, const std::s
       op == GroupRetryRequest::kOp || op == GroupRollRequest::kOp || op == UsageRequest::kOp ||
       op == LifecycleLogRequest::kOp || op == GroupPlanRequest::kOp)
     return do_provision(op, body, caller);
-  throw ProtocolError(code::kBadRequest,
-                      "unknown op '" + op +
-                          "' (known: hello, register, status, events, verdict, cancel, "
-                          "tasks_exited, heartbeat, replace, nodes, pause, unpause, "
-                          "resume_actions, groups, group_set, group_apply, group_retry, "
-                          "group_roll, group_plan, usage, lifecycle_log)");
+  std::string known;
+  for (const auto name : kOps) known += (known.empty() ? "" : ", ") + std::string(name);
+  throw ProtocolError(code::kBadRequest, "unknown op '" + op + "' (known: " + known + ")");
 }
 
 proto::HelloReply Service::do_hello(const proto::HelloRequest&, uid_t caller) {
@@ -161,7 +164,17 @@ proto::RegisterReply Service::do_register(proto::RegisterRequest step, uid_t cal
         fmt::format("job {} already has a protected step running ({}.{}, run {}); auto-resume "
                     "protects one step per job at a time",
                     step.job_id, other.step.job_id, other.step.step_id, other.step.run_id));
+  if (result == Store::Insert::created && step.attempt > 0 && metrics_ != nullptr)
+    count_recovery(step);
   return {step.run_id, step.attempt, result == Store::Insert::duplicate};
+}
+
+void Service::count_recovery(const proto::StepRegistration& step) {
+  const auto before = store_.find(step.run_id, step.attempt - 1);
+  if (!before || before->verdict != Verdict::relaunch) return;
+  const auto fault = get_stamp(before->repair, "started");
+  if (!fault) return;
+  metrics_->recovered(std::chrono::duration<double>(clock_.since(*fault)).count());
 }
 
 namespace {

@@ -18,6 +18,7 @@
 #include "provision/provisioner.hpp"
 #include "resume/exit_reports.hpp"
 #include "resume/verdict_asks.hpp"
+#include "server/metrics.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
 
@@ -50,6 +51,9 @@ class Service {
   // When each step's srun last asked for its verdict: the engine takes a
   // step whose srun asks for alive, whatever slurmctld lists.
   VerdictAsks& verdict_asks() { return verdict_asks_; }
+  // Requests (by op and outcome) and recoveries are counted into `metrics`
+  // (before the server starts).
+  void share_metrics(ControllerMetrics* metrics) { metrics_ = metrics; }
 
  private:
   // Throws forbidden with `message`; unavailable while slurmctld cannot say
@@ -59,6 +63,9 @@ class Service {
   proto::json dispatch(const proto::Request& request, uid_t caller, const std::string& peer);
   proto::HelloReply do_hello(const proto::HelloRequest& request, uid_t caller);
   proto::RegisterReply do_register(proto::RegisterRequest request, uid_t caller);
+  // A step's next attempt registered: the time since its fault, if the
+  // attempt before it was relaunched.
+  void count_recovery(const proto::StepRegistration& step);
   proto::StatusReply do_status(const proto::StatusRequest& request, uid_t caller);
   proto::EventsReply do_events(const proto::EventsRequest& request, uid_t caller);
   proto::VerdictReply do_verdict(const proto::VerdictRequest& request, uid_t caller);
@@ -107,6 +114,7 @@ class Service {
   NodeKeeper* keeper_;
   const DaemonConfig* config_;
   Provisioner* provisioner_ = nullptr;
+  ControllerMetrics* metrics_ = nullptr;
   std::mutex mutex_;  // guards slurm_user_: requests are served by several threads
   std::optional<uid_t> slurm_user_;
   // Guarded by mutex_ as well: the steps' ends the store could not take,

@@ -255,17 +255,26 @@ void Store::migrate() {
 
 template <typename Body>
 auto Store::transaction(Body&& body) {
+  uncommitted_.clear();
   exec("BEGIN IMMEDIATE");
+  const auto committed = [this] {
+    if (hook_)
+      for (const auto& [kind, node_event] : uncommitted_) hook_(kind, node_event);
+    uncommitted_.clear();
+  };
   try {
     if constexpr (std::is_void_v<decltype(body())>) {
       body();
       exec("COMMIT");
+      committed();
     } else {
       auto result = body();
       exec("COMMIT");
+      committed();
       return result;
     }
   } catch (...) {
+    uncommitted_.clear();
     // SQLite may have rolled back already (e.g. disk full); keep the first error.
     if (sqlite3_get_autocommit(db_) == 0) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
@@ -283,6 +292,7 @@ void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpe
       .bind(5, std::string(name_of(event.kind)))
       .bind(6, shortened(event.detail, kMaxDetailBytes));
   insert.step();
+  uncommitted_.emplace_back(name_of(event.kind), false);
 }
 
 void Store::insert_node_event(std::int64_t at, const std::string& node, std::uint32_t job_id,
@@ -297,6 +307,7 @@ void Store::insert_node_event(std::int64_t at, const std::string& node, std::uin
       .bind(5, shortened(event.detail, kMaxDetailBytes))
       .bind(6, node);
   insert.step();
+  uncommitted_.emplace_back(name_of(event.kind), true);
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -465,6 +476,14 @@ std::vector<StoredStep> Store::active_steps() {
                        .c_str());
   std::vector<StoredStep> out;
   while (s.step()) out.push_back(read_step(s));
+  return out;
+}
+
+std::map<std::string, std::int64_t> Store::step_counts() {
+  std::lock_guard lock(mutex_);
+  Statement s(db_, "SELECT state, COUNT(*) FROM steps GROUP BY state");
+  std::map<std::string, std::int64_t> out;
+  while (s.step()) out[s.text(0)] = s.integer(1);
   return out;
 }
 
@@ -779,6 +798,7 @@ void Store::save_provision(const proto::json& state, const std::vector<ClusterEv
           .bind(6, e.level)
           .bind(7, e.resource);
       insert.step();
+      uncommitted_.emplace_back(e.kind, !e.node.empty());
     }
     for (const auto& r : records) {
       Statement upsert(db_,

@@ -8,10 +8,13 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "autoresume/clock.hpp"
@@ -212,6 +215,14 @@ class Store {
   // Forgets every counted action (the breaker's counts start again).
   void forget_actions();
 
+  // Called with each event's kind once its transaction committed, and
+  // whether it is a node's (the metrics count them); set before the store
+  // is shared. It runs with the store locked: it must not call the store.
+  using EventHook = std::function<void(std::string_view kind, bool node_event)>;
+  void on_event(EventHook hook) { hook_ = std::move(hook); }
+  // How many steps are kept in each state (by the state's name).
+  std::map<std::string, std::int64_t> step_counts();
+
   // Continuous provisioning: its whole state (provision.hpp's JSON; nothing
   // before the first save), saved with its events and the instances'
   // metering records (upserted by token) in one transaction.
@@ -228,6 +239,9 @@ class Store {
   sqlite3* db_ = nullptr;
   // One connection, used by the server's workers and the resume engine.
   std::mutex mutex_;
+  EventHook hook_;
+  // The events of the transaction under way, for hook_ once it commits.
+  std::vector<std::pair<std::string, bool>> uncommitted_;
   void exec(const char* sql);
   void migrate();
   std::optional<StoredStep> find_locked(const std::string& run_id, std::uint32_t attempt);

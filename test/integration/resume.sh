@@ -7,14 +7,23 @@
 # attempt's lines, and each attempt's NODE_LIST and MASTER_ADDR match the
 # live allocation. Then, in a job flagged with sbatch --auto-resume=1: an
 # application failure (exit 3, no node at fault) is not resumed and srun
-# exits 3; a step that opted out is not registered at all.
+# exits 3; a step that opted out is not registered at all. The controller's
+# Prometheus endpoint (metrics_listen) is scraped before, during and after
+# the resumes: its counters moved by exactly the two resumes.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 # Accounting: Slurm 22.05 refuses a second resize of a job without it.
 cluster_up --nodes 4 --accounting
-CONTROLLER_CONF=$'backoff=1\nend_window=2' controller_up
+METRICS=127.0.0.1:$(free_port)
+CONTROLLER_CONF=$'backoff=1\nend_window=2\nmetrics_listen='$METRICS controller_up
 cd "$WORK" || exit
+scrape() { "$(dirname "$0")/scrape.py" "http://$METRICS$1" "${@:2}"; }
+# metric FILE SERIES: the series' value in a scrape (0 when absent).
+metric() { awk -v s="$2" '$1 == s { v = $2 } END { print v == "" ? 0 : v }' "$1"; }
+scrape /metrics >metrics.0 2>metrics.0.headers || fail "no metrics at $METRICS: $(cat metrics.0)"
+assert_contains metrics.0.headers "text/plain; version=0.0.4" "the metrics' content type"
+assert_eq "$(metric metrics.0 'auto_resume_verdicts_total{verdict="relaunch"}')" 0 "relaunches before any fault"
 
 make_training_step
 # The user's own MASTER_PORT is kept across relaunches.
@@ -29,6 +38,7 @@ wait_until 30 "attempt 0 to reach step 5" past 5
 [[ $(job_field BatchHost) == node1 ]] || fail "batch host is $(job_field BatchHost), not node1"
 "$CLUSTER_CMD" kill-node "$CLUSTER" node3 >/dev/null
 killed=$SECONDS
+scrape /metrics >metrics.1 2>/dev/null || fail "no metrics during the repair: $(cat metrics.1)"
 wait_until 60 "attempt 1 on 4 nodes" started 1 8
 note "node3 killed: attempt 1 running $((SECONDS - killed)) s later"
 first_resume_at=$(checkpoint)
@@ -76,6 +86,42 @@ assert_eq "$(grep -c "job $job [^ ]* relaunch: " events.txt)" 2 "relaunches in t
 assert_contains events.txt "detected: step $job\.0 attempt 0: node3: " "the first detection"
 assert_contains events.txt "detected: step $job\.1 attempt 1: node2: " "the second detection"
 assert_contains events.txt "after a backoff of 1 s" "the second relaunch"
+
+# The metrics counted the two resumes, each fault to running again once.
+scrape /metrics >metrics.2 2>/dev/null || fail "no metrics after the resumes: $(cat metrics.2)"
+for series in 'auto_resume_verdicts_total{verdict="relaunch"}' auto_resume_recovery_seconds_count \
+  auto_resume_nodes_replaced_total 'auto_resume_provider_calls_total{op="replace",outcome="ok"}' \
+  'auto_resume_events_total{kind="detected"}'; do
+  assert_eq "$(metric metrics.2 "$series")" 2 "$series after two resumes"
+done
+assert_eq "$(metric metrics.2 'auto_resume_verdicts_total{verdict="give_up"}')" 0 "give_up verdicts"
+assert_eq "$(awk '/^auto_resume_steps\{/ { n += $2 } END { print n }' metrics.2)" 3 "steps in the store (the job's three attempts)"
+(($(metric metrics.2 'auto_resume_requests_total{op="register",outcome="ok"}') >= 3)) ||
+  fail "fewer than 3 registrations counted: $(grep requests_total metrics.2)"
+awk '$1 == "auto_resume_recovery_seconds_sum" && $2 > 0 && $2 < 120 { ok = 1 } END { exit !ok }' metrics.2 ||
+  fail "recovery time not between 0 and 120 s: $(grep recovery_seconds metrics.2)"
+(($(metric metrics.2 auto_resume_store_bytes) > 0)) || fail "no store size in the metrics"
+# No series names a job or a node (a large cluster would make millions).
+! grep -E '^[a-z_]+\{[^}]*(job|node|run)[a-z_]*=' metrics.2 || fail "a series labelled by job or node"
+# docs/metrics.md names every metric served and no other; the examples use
+# only those.
+python3 - "$AR_SOURCE_DIR" metrics.2 <<'PY' || fail "docs/metrics.md or the examples disagree with the metrics served"
+import re, sys
+source, scraped = sys.argv[1], open(sys.argv[2]).read()
+served = dict(re.findall(r"^# TYPE (\S+) (\S+)$", scraped, re.M))
+documented = set(re.findall(r"^\| `(auto_resume_\w+)` \|", open(source + "/docs/metrics.md").read(), re.M))
+bad = [f"served, not in docs/metrics.md: {n}" for n in sorted(set(served) - documented)]
+bad += [f"in docs/metrics.md, not served: {n}" for n in sorted(documented - set(served))]
+for example in ("prometheus-alerts.yml", "grafana-dashboard.json"):
+    for name in set(re.findall(r"auto_resume_\w+", open(f"{source}/examples/{example}").read())):
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        if name not in served and served.get(base) != "histogram":
+            bad.append(f"examples/{example} uses {name}, which is not served")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+assert_eq "$(scrape /nothing)" "HTTP 404" "an unknown path"
+assert_eq "$(scrape /metrics POST)" "HTTP 405" "a POST"
 
 # An application failure is not resumed; opted-out steps are not registered;
 # a second protected step while one runs is refused, and runs unprotected.

@@ -641,3 +641,16 @@ TEST_CASE("continuous provisioning's replies go over the wire and parse back", "
                    R"({"node":"gpu-1","path":"/l/gpu/gpu-1.2.log","size":3,"text":"ok\n"})")
             .size == 3);
 }
+
+TEST_CASE("kOps lists every request's op once", "[protocol]") {
+  using namespace proto;
+  const std::vector<std::string_view> ops = {
+      HelloRequest::kOp,         RegisterRequest::kOp,   StatusRequest::kOp,
+      EventsRequest::kOp,        VerdictRequest::kOp,    CancelRequest::kOp,
+      TasksExitedRequest::kOp,   HeartbeatRequest::kOp,  ReplaceRequest::kOp,
+      NodesRequest::kOp,         PauseRequest::kOp,      UnpauseRequest::kOp,
+      ResumeActionsRequest::kOp, GroupsRequest::kOp,     GroupSetRequest::kOp,
+      GroupApplyRequest::kOp,    GroupRetryRequest::kOp, GroupRollRequest::kOp,
+      GroupPlanRequest::kOp,     UsageRequest::kOp,      LifecycleLogRequest::kOp};
+  CHECK(std::vector<std::string_view>(kOps.begin(), kOps.end()) == ops);
+}

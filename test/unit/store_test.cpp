@@ -500,3 +500,18 @@ TEST_CASE("a database of the fourth schema gains the boot times, its old rows co
   CHECK(ar::elapsed(fresh.created(), fresh.ended()) == std::chrono::seconds{5});
   CHECK(store.node_repair("node2")->next() == clock.stamp().plus(std::chrono::seconds{10}));
 }
+
+TEST_CASE("the event hook hears each committed event once, a node's told apart", "[store]") {
+  TempDir dir;
+  ar::Store store(dir.path);
+  std::vector<std::pair<std::string, bool>> heard;
+  store.on_event([&heard](std::string_view kind, bool node_event) {
+    heard.emplace_back(std::string(kind), node_event);
+  });
+  CHECK(store.register_step(step(7, "r", 0), 1000) == ar::Store::Insert::created);
+  CHECK(store.register_step(step(7, "r", 0), 1000) == ar::Store::Insert::duplicate);
+  store.add_node_event("node3", {ar::EventKind::marked, "silent"});
+  CHECK(heard ==
+        std::vector<std::pair<std::string, bool>>{{"registered", false}, {"marked", true}});
+  CHECK(store.step_counts() == std::map<std::string, std::int64_t>{{"registered", 1}});
+}

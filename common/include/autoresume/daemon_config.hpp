@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +95,10 @@ struct ProvisionConfig {
 
 struct DaemonConfig {
   Endpoint listen{"127.0.0.1", kDefaultPort};
+  // The Prometheus endpoint (HTTP GET /metrics); none by default. A port
+  // alone listens on loopback: the metrics name node groups, and a scrape
+  // reads the store.
+  std::optional<Endpoint> metrics_listen;
   std::filesystem::path state_dir = "/var/lib/auto-resume";
   ProviderKind provider = ProviderKind::local;  // must be named in the file
   // The relaunch budget of one run: at most max_attempts relaunches within

@@ -5,6 +5,7 @@
 // This file holds the bodies: what a request asks and a reply answers;
 // session.hpp the lines that carry them (the handshake, the MACs).
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -53,6 +54,13 @@ class ProtocolError : public std::runtime_error {
  private:
   std::string code_;
 };
+
+// Every op the controller answers (each request struct's kOp below).
+inline constexpr std::array<std::string_view, 21> kOps = {
+    "hello",          "register",  "status",       "events",      "verdict",     "cancel",
+    "tasks_exited",   "heartbeat", "replace",      "nodes",       "pause",       "unpause",
+    "resume_actions", "groups",    "group_set",    "group_apply", "group_retry", "group_roll",
+    "group_plan",     "usage",     "lifecycle_log"};
 
 struct Request {
   json id;         // echoed in the reply: null, a number, or a short string

@@ -101,6 +101,16 @@ struct Group {
   std::vector<Slot> slots;          // max_count of them, index i+1 at i
 };
 
+// A group's slots by how far they are: in service, starting (creating,
+// joining, waiting) and leaving (draining, terminating); the rest are empty.
+struct SlotCounts {
+  unsigned in_service = 0;
+  unsigned starting = 0;
+  unsigned leaving = 0;
+  unsigned live() const { return in_service + starting + leaving; }  // with an instance
+};
+SlotCounts count_slots(const Group& group);
+
 struct Settings {
   unsigned max_parallel_creates = 16;  // provider creates in flight, all groups
   Millis retry_backoff{10'000};        // after one retryable failure; doubled

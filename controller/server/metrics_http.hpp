@@ -1,0 +1,43 @@
+#pragma once
+// The controller's Prometheus endpoint (metrics_listen): HTTP/1.1 served
+// with Boost.Beast on the io thread, each scrape's text rendered on a
+// worker (it reads the store). GET /metrics answers the exposition text;
+// any other path 404, any other method 405. At most kMaxConnections at
+// once (a new one past that is closed at once), each closed after one
+// answer or kTimeout.
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include "autoresume/endpoint.hpp"
+#include "server/net.hpp"
+
+namespace ar {
+
+class MetricsServer {
+ public:
+  static constexpr std::size_t kMaxConnections = 16;
+  static constexpr std::chrono::seconds kTimeout{10};
+  using Render = std::function<std::string()>;
+
+  // Binds and listens at once (throws on failure, naming the endpoint).
+  MetricsServer(net::asio::io_context& io, net::asio::thread_pool& workers, const Endpoint& listen,
+                Render render);
+
+  net::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
+  void start();
+
+ private:
+  net::awaitable<void> accept_loop();
+  net::awaitable<void> serve(net::tcp::socket socket);
+  net::awaitable<std::string> render_on_worker();
+
+  net::tcp::acceptor acceptor_;
+  net::asio::thread_pool& workers_;
+  Render render_;
+  std::size_t open_ = 0;  // on the io thread only
+};
+
+}  // namespace ar
