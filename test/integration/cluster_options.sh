@@ -2,7 +2,11 @@
 # scripts/cluster up's options, composed on one cluster: --accounting (slurmdbd
 # with its own MariaDB: sacct, and a job resized twice, which fails without
 # slurmdbd, shown on a second, plain cluster), --gpus (fake GPUs as GRES),
-# --cred-expire; down stops slurmdbd and MariaDB too; bad values are refused.
+# --cred-expire, --controller and --agents (auto-resumed on a port of its own
+# named by the plugin line, `env`'s AUTO_RESUME_* exports enough for the CLI,
+# an agent per node that kill-node takes down and the controller's
+# replacement of the node starts again); down stops slurmdbd, MariaDB, the
+# controller and the agents too; bad values are refused.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$WORK" || exit
@@ -20,7 +24,32 @@ rc=0
 "$CLUSTER_CMD" up "$WORK/bad" --no-plugin --cred-expire 10 --conf-line 'authinfo=socket=/x' >out.txt 2>&1 || rc=$?
 assert_eq "$rc" 2 "exit status of up --cred-expire with an AuthInfo --conf-line"
 assert_contains out.txt "'authinfo=socket=/x' sets AuthInfo, which --cred-expire writes" "up --cred-expire --conf-line AuthInfo"
+# The controller's options: --agents and --controller-conf need --controller,
+# which writes the plugin line's controller= and munge_socket=.
+refused() {  # EXPECTED-MESSAGE UP-OPTIONS...
+  local want=$1 rc=0
+  shift
+  "$CLUSTER_CMD" up "$WORK/bad" --plugin "$AR_PLUGIN" "$@" >out.txt 2>&1 || rc=$?
+  assert_eq "$rc" 2 "exit status of up $*"
+  assert_contains out.txt "$want" "up $*"
+}
+refused "^cluster: --agents needs --controller$" --agents
+refused "^cluster: --controller-conf needs --controller$" --controller-conf end_window=1
+refused "'controller=127.0.0.1:1' sets controller, which --controller writes" \
+  --controller --plugstack-arg controller=127.0.0.1:1
+refused "'munge_socket=/x' sets munge_socket, which --controller writes" \
+  --controller --plugstack-arg munge_socket=/x
 [[ ! -e $WORK/bad ]] || fail "a refused up created $WORK/bad"
+# A config line the controller refuses fails up before any daemon starts,
+# with the controller's own message.
+rc=0
+"$CLUSTER_CMD" up "$WORK/bad" --no-plugin --controller --controller-bin "$AR_DAEMON" --cli-bin "$AR_CLI" \
+  --controller-conf 'no_such_key=1' >out.txt 2>&1 || rc=$?
+assert_eq "$rc" 1 "exit status of up --controller-conf no_such_key=1"
+assert_contains out.txt "auto-resumed refuses its config $WORK/bad/etc/auto-resumed.conf" "up --controller-conf no_such_key=1"
+assert_contains out.txt "unknown key 'no_such_key'" "up --controller-conf no_such_key=1"
+[[ -z $(live_pids "$WORK/bad") ]] || fail "a refused --controller-conf started processes: $(live_pids "$WORK/bad")"
+rm -rf "$WORK/bad"
 
 # alloc SALLOC_ARGS...: a job allocation without a shell (salloc is granted at
 # once where sbatch waits for the scheduler's next pass); prints its id.
@@ -76,8 +105,37 @@ done
 "$CLUSTER_CMD" down "$plain" >/dev/null
 
 start=$SECONDS
-cluster_up --nodes 2 --accounting --gpus 2 --cred-expire 10 >up.out
-note "up with --accounting --gpus 2 --cred-expire 10 took $((SECONDS - start))s"
+cluster_up --nodes 2 --accounting --gpus 2 --cred-expire 10 --controller --agents \
+  --controller-bin "$AR_DAEMON" --agent-bin "$AR_AGENT" --cli-bin "$AR_CLI" >up.out
+note "up with --accounting --gpus 2 --cred-expire 10 --controller --agents took $((SECONDS - start))s"
+
+# --controller: auto-resumed answers on its own port, which the plugin line
+# names; `env` exports what the CLI needs.
+port=$(sed -n 's/^listen=127\.0\.0\.1:\([0-9]*\)$/\1/p' "$CLUSTER/etc/auto-resumed.conf")
+[[ -n $port ]] || fail "no listen=127.0.0.1:PORT in $CLUSTER/etc/auto-resumed.conf: $(cat "$CLUSTER/etc/auto-resumed.conf")"
+assert_contains "$CLUSTER/etc/plugstack.conf" \
+  "^required $AR_PLUGIN controller=127\.0\.0\.1:$port munge_socket=$CLUSTER/munge/munge\.sock$" "plugstack.conf"
+unset AUTO_RESUME_CONTROLLER AUTO_RESUME_MUNGE_SOCKET
+"$CLUSTER_CMD" env "$CLUSTER" >env.out
+eval "$(cat env.out)"
+assert_eq "${AUTO_RESUME_CONTROLLER:-}" "127.0.0.1:$port" "AUTO_RESUME_CONTROLLER after eval \"\$(cluster env)\""
+assert_eq "${AUTO_RESUME_MUNGE_SOCKET:-}" "$CLUSTER/munge/munge.sock" \
+  "AUTO_RESUME_MUNGE_SOCKET after eval \"\$(cluster env)\""
+"$AR_CLI" status >status.out 2>&1 || fail "auto-resume status after eval \"\$(cluster env)\" failed: $(cat status.out)"
+assert_contains status.out "^controller: mode act" "auto-resume status"
+# A protected step registers with it through the plugin line (the task
+# variables are set only for a registered step).
+run_id=$(timeout 60 salloc -N1 srun --auto-resume=1 printenv AUTO_RESUME_RUN_ID 2>protected.err) ||
+  fail "a protected srun in salloc failed: $(cat protected.err)"
+[[ $run_id =~ ^[0-9]+\.0-. ]] || fail "a protected step got no run id from the controller: '$run_id'"
+# --agents: the controller hears an agent per node (up waited for it).
+wait_until 10 "fresh heartbeats from both nodes" heard 2
+controller_pid=$(<"$CLUSTER/run/auto-resumed.pid")
+agent1=$(<"$CLUSTER/run/auto-resume-agent-node1.pid")
+agent2=$(<"$CLUSTER/run/auto-resume-agent-node2.pid")
+"$CLUSTER_CMD" status "$CLUSTER" >cluster-status.out
+assert_contains cluster-status.out "^auto-resumed on 127\.0\.0\.1:$port: pid $controller_pid " "cluster status"
+assert_contains cluster-status.out "^agents: node1 pid $agent1, node2 pid $agent2$" "cluster status"
 
 # --accounting: a finished job shows in sacct; a job can be resized twice.
 job=$(srun -N1 printenv SLURM_JOB_ID) || fail "a plain srun failed"
@@ -97,10 +155,36 @@ if srun -N1 --gres=gpu:3 true >gpu3.out 2>&1; then fail "a --gres=gpu:3 step ran
 scontrol show config | grep -i '^AuthInfo' >authinfo.txt
 assert_contains authinfo.txt "^AuthInfo += socket=$CLUSTER/munge/munge.sock,cred_expire=10$" "AuthInfo"
 
-# down stops slurmdbd and MariaDB with the rest.
+# An agent goes down with its node (kill-node), and comes back with the
+# node's replacement (the controller's restart-node --kill, a reboot).
+gone() { [[ ! -e /proc/$1 || $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == Z ]]; }
+"$CLUSTER_CMD" kill-node "$CLUSTER" node2 >/dev/null
+gone "$agent2" || fail "kill-node node2 left its agent (pid $agent2) running"
+gone "$agent1" && fail "kill-node node2 took node1's agent (pid $agent1) down"
+wait_until 60 "node2 replaced by the controller" event_seen "node node2 replaced: node2 is back in service"
+agent2_started() {
+  local pid
+  pid=$(<"$CLUSTER/run/auto-resume-agent-node2.pid")
+  [[ $pid =~ ^[0-9]+$ && $pid != "$agent2" ]] && ! gone "$pid"
+}
+wait_until 10 "a new agent on node2" agent2_started
+wait_until 20 "fresh heartbeats from both nodes after node2's replacement" heard 2
+agent2=$(<"$CLUSTER/run/auto-resume-agent-node2.pid")
+
+# down stops slurmdbd, MariaDB, the controller and the agents with the rest.
 daemons=$(ps -o comm= -p "$(live_pids "$CLUSTER" | paste -sd,)" | sort -u | tr '\n' ' ')
-[[ $daemons == *mariadbd* && $daemons == *slurmdbd* ]] || fail "no mariadbd or slurmdbd among the cluster's processes: $daemons"
+for daemon in mariadbd slurmdbd auto-resumed auto-resume-age; do
+  [[ $daemons == *" $daemon "* || $daemons == "$daemon "* ]] || fail "no $daemon among the cluster's processes: $daemons"
+done
 "$CLUSTER_CMD" down "$CLUSTER" >/dev/null
+for pid in "$controller_pid" "$agent1" "$agent2"; do
+  gone "$pid" || fail "down left pid $pid running: $(ps -o pid,args -p "$pid")"
+done
+[[ -z $(ss -Hltn "sport = :$port") ]] || fail "something still listens on the controller's port $port after down"
 left=$(live_pids "$CLUSTER")
 [[ -z $left ]] || fail "processes left after down: $(ps -o pid,args -p "${left//$'\n'/,}")"
+# The controller stopped cleanly (SIGTERM), its agents said goodbye first.
+assert_contains "$CLUSTER/log/auto-resumed.log" "signal 15: stopping" "the controller's log"
+assert_contains "$CLUSTER/log/agent-node1.log" "signal 15: stopped" "node1's agent's log"
+assert_not_contains "$CLUSTER/log/agent-node1.log" "goodbye not taken" "node1's agent's log"
 note "ok"
