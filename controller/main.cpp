@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <optional>
 
 #include "autoresume/daemon_config.hpp"
@@ -23,6 +26,30 @@
 #include "server/server.hpp"
 #include "server/service.hpp"
 #include "store/store.hpp"
+
+namespace {
+
+// Whether a SIGHUP's reload needs a restart: the file read again, a bad one
+// refused (logged; the running configuration stays), an unchanged one
+// nothing to do.
+bool reload_wanted(const std::string& file, const ar::DaemonConfig& running) {
+  ar::DaemonConfig fresh;
+  try {
+    fresh = ar::load_daemon_config(file);
+  } catch (const ar::ConfigError& e) {
+    ar::log::error("SIGHUP: reload refused, the running configuration stays: {}", e.what());
+    return false;
+  }
+  if (ar::render(fresh) == ar::render(running)) {
+    ar::log::info("SIGHUP: {} is unchanged: nothing to reload", file);
+    return false;
+  }
+  for (const auto& warning : ar::config_warnings(fresh)) ar::log::warn("{}: {}", file, warning);
+  ar::log::info("SIGHUP: {} changed: restarting in place on the same state", file);
+  return true;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"auto-resumed: the slurm-auto-resume controller daemon", "auto-resumed"};
@@ -53,6 +80,7 @@ int main(int argc, char** argv) {
   }
   for (const auto& warning : warnings) ar::log::warn("{}: {}", config_file, warning);
 
+  bool restart = false;  // a SIGHUP with a changed, valid configuration
   try {
     // As root, expand helpers are submitted as the job's owner by this
     // program: a controller without it could not grow a job. SlurmUser
@@ -131,6 +159,22 @@ int main(int argc, char** argv) {
       ar::log::info("signal {}: stopping", signal);
       io.stop();
     });
+    // SIGHUP: the file read again; a bad one is refused and the running
+    // configuration stays, a changed one restarts the daemon in place
+    // (below: the same pid, on the same state, as any restart).
+    ar::net::asio::signal_set hangups(io, SIGHUP);
+    std::function<void()> await_hangup = [&] {
+      hangups.async_wait([&](const boost::system::error_code& ec, int) {
+        if (ec) return;
+        if (reload_wanted(config_file, config)) {
+          restart = true;
+          io.stop();
+          return;
+        }
+        await_hangup();
+      });
+    };
+    await_hangup();
     const auto bound = server.local_endpoint();
     ar::log::info("{} listening on {}:{}, state in {}, at most {} connections", ar::kVersion,
                   bound.address().to_string(), bound.port(), config.state_dir.string(),
@@ -140,6 +184,13 @@ int main(int argc, char** argv) {
     engine.stop();
   } catch (const std::exception& e) {
     ar::log::error("{}", e.what());
+    return 1;
+  }
+  if (restart) {
+    // Everything above is closed (the store, the sockets, the workers), as
+    // at a stop; the same program and arguments start again.
+    execv("/proc/self/exe", argv);
+    ar::log::error("cannot restart for the new configuration: {}", std::strerror(errno));
     return 1;
   }
   return 0;
