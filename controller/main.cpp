@@ -18,6 +18,7 @@
 #include "libslurm.hpp"
 #include "log.hpp"
 #include "nodes/probe.hpp"
+#include "notify.hpp"
 #include "resume/engine.hpp"
 #include "server/limits.hpp"
 #include "server/metrics.hpp"
@@ -100,11 +101,16 @@ int main(int argc, char** argv) {
     const auto& clock = ar::system_clock();
     ar::TcpProber prober;
     ar::ProcessRunner runner;
-    ar::Store store(config.state_dir, clock);
     // Counted whether or not metrics_listen serves them (it costs little).
+    // Both outlive the store, which hands them its events.
     ar::ControllerMetrics metrics;
-    store.on_event(
-        [&metrics](std::string_view kind, bool node_event) { metrics.event(kind, node_event); });
+    std::optional<ar::Notifier> notifier;
+    if (!config.notify_command.empty()) notifier.emplace(config.notify_command);
+    ar::Store store(config.state_dir, clock);
+    store.on_event([&metrics, &notifier](const ar::Event& event, bool node_event) {
+      metrics.event(event.kind, node_event);
+      if (notifier) notifier->post(event);
+    });
     ar::MeteredRunner replace_runner(runner, metrics, [](const auto&) { return "replace"; });
     ar::MeteredRunner provision_runner(runner, metrics, [&config](const auto& words) {
       if (words == config.provision.slurmctld_restart_command)

@@ -53,7 +53,8 @@ std::optional<Endpoint> parse_metrics_listen(std::string_view key, std::string_v
 }
 
 constexpr std::string_view kKnownKeys =
-    "listen, metrics_listen, state_dir, provider, max_attempts, attempt_window, healthy_after, "
+    "listen, metrics_listen, notify_command, state_dir, provider, max_attempts, attempt_window, "
+    "healthy_after, "
     "munge_socket, "
     "backoff, probe_interval, probe_failures, probe_max_silent_percent, end_window, "
     "repair_timeout, min_time_left, local_restart_command, "
@@ -297,6 +298,8 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
     config.local_restart_command = parse_command(key, value);
   } else if (key == "provider_command") {
     config.provider_command = parse_absolute_path(key, value);
+  } else if (key == "notify_command") {
+    config.notify_command = parse_absolute_path(key, value);
   } else if (key == "provider_timeout") {
     config.provider_timeout =
         parse_seconds(key, value, std::chrono::hours{24}, std::chrono::seconds{1});
@@ -453,6 +456,8 @@ std::string render(const DaemonConfig& config) {
   }
   if (!config.provider_command.empty())
     out << "provider_command=" << config.provider_command.string() << "\n";
+  if (!config.notify_command.empty())
+    out << "notify_command=" << config.notify_command.string() << "\n";
   if (!config.munge_socket.empty()) out << "munge_socket=" << config.munge_socket << "\n";
   if (const auto& p = config.provision; p.mode == Provisioning::continuous) {
     out << "node_provisioning=" << to_string(p.mode) << "\n"

@@ -259,7 +259,7 @@ auto Store::transaction(Body&& body) {
   exec("BEGIN IMMEDIATE");
   const auto committed = [this] {
     if (hook_)
-      for (const auto& [kind, node_event] : uncommitted_) hook_(kind, node_event);
+      for (const auto& [event, node_event] : uncommitted_) hook_(event, node_event);
     uncommitted_.clear();
   };
   try {
@@ -292,7 +292,13 @@ void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpe
       .bind(5, std::string(name_of(event.kind)))
       .bind(6, shortened(event.detail, kMaxDetailBytes));
   insert.step();
-  uncommitted_.emplace_back(name_of(event.kind), false);
+  Event noted;
+  noted.job_id = step.step.job_id;
+  noted.run_id = step.step.run_id;
+  noted.uid = step.uid;
+  noted.kind = name_of(event.kind);
+  noted.detail = event.detail;
+  uncommitted_.emplace_back(std::move(noted), false);
 }
 
 void Store::insert_node_event(std::int64_t at, const std::string& node, std::uint32_t job_id,
@@ -307,7 +313,13 @@ void Store::insert_node_event(std::int64_t at, const std::string& node, std::uin
       .bind(5, shortened(event.detail, kMaxDetailBytes))
       .bind(6, node);
   insert.step();
-  uncommitted_.emplace_back(name_of(event.kind), true);
+  Event noted;
+  noted.job_id = job_id;
+  noted.uid = uid;
+  noted.kind = name_of(event.kind);
+  noted.detail = event.detail;
+  noted.node = node;
+  uncommitted_.emplace_back(std::move(noted), true);
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -798,7 +810,14 @@ void Store::save_provision(const proto::json& state, const std::vector<ClusterEv
           .bind(6, e.level)
           .bind(7, e.resource);
       insert.step();
-      uncommitted_.emplace_back(e.kind, !e.node.empty());
+      Event noted;
+      noted.kind = e.kind;
+      noted.detail = e.detail;
+      noted.node = e.node;
+      noted.group = e.group;
+      noted.level = e.level;
+      noted.resource = e.resource;
+      uncommitted_.emplace_back(std::move(noted), !e.node.empty());
     }
     for (const auto& r : records) {
       Statement upsert(db_,

@@ -215,10 +215,11 @@ class Store {
   // Forgets every counted action (the breaker's counts start again).
   void forget_actions();
 
-  // Called with each event's kind once its transaction committed, and
-  // whether it is a node's (the metrics count them); set before the store
-  // is shared. It runs with the store locked: it must not call the store.
-  using EventHook = std::function<void(std::string_view kind, bool node_event)>;
+  // Called with each event once its transaction committed (without its id
+  // and time), and whether it is a node's: the metrics count them, the
+  // notifications go out. Set before the store is shared. It runs with the
+  // store locked: it must neither call the store nor wait.
+  using EventHook = std::function<void(const Event& event, bool node_event)>;
   void on_event(EventHook hook) { hook_ = std::move(hook); }
   // How many steps are kept in each state (by the state's name).
   std::map<std::string, std::int64_t> step_counts();
@@ -241,7 +242,7 @@ class Store {
   std::mutex mutex_;
   EventHook hook_;
   // The events of the transaction under way, for hook_ once it commits.
-  std::vector<std::pair<std::string, bool>> uncommitted_;
+  std::vector<std::pair<Event, bool>> uncommitted_;
   void exec(const char* sql);
   void migrate();
   std::optional<StoredStep> find_locked(const std::string& run_id, std::uint32_t attempt);

@@ -7,6 +7,7 @@
 # job submitted with --no-requeue is not requeued: its step ends and srun
 # exits 75 (give_up) with a clear message, and the batch script goes on; the
 # same when too little of the job's time limit is left for a relaunch.
+# Each requeue and give_up runs notify_command (as Slurm runs MailProg).
 # cred_expire 5 and a scheduler pass every second keep the requeued job's
 # hold short (Slurm's default would hold it 121 s).
 # shellcheck source=test/integration/lib.sh
@@ -14,7 +15,13 @@ source "$(dirname "$0")/lib.sh"
 
 cluster_up --nodes 5 --gpus 1 --cred-expire 5 \
   --conf-line 'SchedulerParameters=permit_job_expansion,sched_interval=1'
-CONTROLLER_CONF='end_window=1' controller_up
+cat >"$WORK/notify" <<SCRIPT
+#!/bin/sh
+{ echo "\$*|\$AUTO_RESUME_EVENT|\$AUTO_RESUME_JOB_ID|\$AUTO_RESUME_USER"; cat; } >>$WORK/notified
+SCRIPT
+chmod +x "$WORK/notify"
+CONTROLLER_CONF="end_window=1
+notify_command=$WORK/notify" controller_up
 cd "$WORK" || exit
 make_training_step
 # kill_worker: kill a node of $job other than its batch host.
@@ -86,4 +93,12 @@ assert_eq "$(job_field Restarts)" 0 "the --no-requeue job's restart count"
 give_up_case short.out --time=1
 assert_contains short.out "give_up: only [0-9]+ s of job $job's time limit are left \(min_time_left=120 s\); the failed node left the job" "srun's message"
 assert_eq "$(job_field NodeList)" "$(job_field BatchHost)" "the short job's nodes after give_up"
+
+# notify_command heard of each: two requeues, then two give_ups, in order.
+all_notified() { [[ $(grep -c '^-s ' notified 2>/dev/null) == 4 ]]; }
+wait_until 30 "four notifications" all_notified
+cat notified
+assert_eq "$(grep '^-s ' notified | cut -d'|' -f2 | paste -sd,)" requeued,requeued,give_up,give_up "the notified events"
+assert_contains notified "^-s auto-resume: job $job give_up \(run $job\.0-[0-9a-f]{8}\) root\|give_up\|$job\|root$" "the last notification"
+assert_contains notified "^only [0-9]+ s of job $job's time limit are left" "the last notification's text (its stdin)"
 note "ok"

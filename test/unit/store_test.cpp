@@ -505,13 +505,14 @@ TEST_CASE("the event hook hears each committed event once, a node's told apart",
   TempDir dir;
   ar::Store store(dir.path);
   std::vector<std::pair<std::string, bool>> heard;
-  store.on_event([&heard](std::string_view kind, bool node_event) {
-    heard.emplace_back(std::string(kind), node_event);
+  store.on_event([&heard](const ar::Event& event, bool node_event) {
+    heard.emplace_back(event.kind + " " + std::to_string(event.job_id) + " " + event.node,
+                       node_event);
   });
   CHECK(store.register_step(step(7, "r", 0), 1000) == ar::Store::Insert::created);
   CHECK(store.register_step(step(7, "r", 0), 1000) == ar::Store::Insert::duplicate);
   store.add_node_event("node3", {ar::EventKind::marked, "silent"});
-  CHECK(heard ==
-        std::vector<std::pair<std::string, bool>>{{"registered", false}, {"marked", true}});
+  CHECK(heard == std::vector<std::pair<std::string, bool>>{{"registered 7 ", false},
+                                                           {"marked 0 node3", true}});
   CHECK(store.step_counts() == std::map<std::string, std::int64_t>{{"registered", 1}});
 }

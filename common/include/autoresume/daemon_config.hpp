@@ -99,6 +99,10 @@ struct DaemonConfig {
   // alone listens on loopback: the metrics name node groups, and a scrape
   // reads the store.
   std::optional<Endpoint> metrics_listen;
+  // Run for each give_up and requeued event, as Slurm runs MailProg:
+  // `PROGRAM -s SUBJECT USER`, the event's detail on stdin and its facts in
+  // AUTO_RESUME_* variables (docs/resume.md); empty: none.
+  std::filesystem::path notify_command;
   std::filesystem::path state_dir = "/var/lib/auto-resume";
   ProviderKind provider = ProviderKind::local;  // must be named in the file
   // The relaunch budget of one run: at most max_attempts relaunches within
