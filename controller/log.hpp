@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -52,6 +53,32 @@ struct Asker {
 inline void audit(const Asker& asker, std::string_view action, std::string_view detail) {
   write("audit", "uid={} op={} run={} {}: {}", asker.uid, asker.op,
         asker.run.empty() ? std::string("-") : printable(asker.run), action, printable(detail));
+}
+
+// A key=value field's value as logfmt writes it: bare when it has no
+// blank, quote or '=' (and "-" when empty), else in double quotes with
+// quotes and backslashes escaped; control characters escaped either way.
+inline std::string field(std::string_view value) {
+  if (value.empty()) return "-";
+  const auto text = printable(value);
+  if (text.find_first_of(" \t\"=\\") == std::string::npos) return text;
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// One line per event recorded (`auto-resume events`), its facts as
+// key=value fields that journald and Loki can filter on:
+//   ... auto-resumed event: kind=relaunch level=info job=12 run=12.0-ca7a2a4a node=- group=-
+//   uid=1000 detail="..."
+inline void event(std::string_view kind, std::string_view level, std::uint32_t job,
+                  std::string_view run, std::string_view node, std::string_view group,
+                  std::int64_t uid, std::string_view detail) {
+  write("event", "kind={} level={} job={} run={} node={} group={} uid={} detail={}", field(kind),
+        field(level), job, field(run), field(node), field(group), uid, field(detail));
 }
 
 }  // namespace ar::log

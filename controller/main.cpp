@@ -108,6 +108,8 @@ int main(int argc, char** argv) {
     if (!config.notify_command.empty()) notifier.emplace(config.notify_command);
     ar::Store store(config.state_dir, clock);
     store.on_event([&metrics, &notifier](const ar::Event& event, bool node_event) {
+      ar::log::event(event.kind, event.level, event.job_id, event.run_id, event.node, event.group,
+                     event.uid, event.detail);
       metrics.event(event.kind, node_event);
       if (notifier) notifier->post(event);
     });

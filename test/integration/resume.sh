@@ -86,6 +86,9 @@ assert_eq "$(grep -c "job $job [^ ]* relaunch: " events.txt)" 2 "relaunches in t
 assert_contains events.txt "detected: step $job\.0 attempt 0: node3: " "the first detection"
 assert_contains events.txt "detected: step $job\.1 attempt 1: node2: " "the second detection"
 assert_contains events.txt "after a backoff of 1 s" "the second relaunch"
+# The log has a line per event, its facts as key=value fields.
+assert_contains "$WORK/controller.log" " auto-resumed event: kind=relaunch level=info job=$job run=$job\.0-[0-9a-f]{8} node=- group=- uid=0 detail=\"relaunching run " "the controller's log"
+assert_contains "$WORK/controller.log" " auto-resumed event: kind=replaced level=info job=0 run=- node=node3 group=- uid=0 detail=" "the controller's log"
 
 # The metrics counted the two resumes, each fault to running again once.
 scrape /metrics >metrics.2 2>/dev/null || fail "no metrics after the resumes: $(cat metrics.2)"

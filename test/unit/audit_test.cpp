@@ -50,3 +50,12 @@ TEST_CASE("a requested replacement is audited and its events carry the requester
   k.tick();
   CHECK(has(log.text(), "audit: uid=0 op=mark run=- replace_requested: node2 is FAIL"));
 }
+
+TEST_CASE("log fields are bare words, or quoted with their quotes escaped", "[log]") {
+  CHECK(ar::log::field("relaunch") == "relaunch");
+  CHECK(ar::log::field("") == "-");
+  CHECK(ar::log::field("12.0-ca7a2a4a") == "12.0-ca7a2a4a");
+  CHECK(ar::log::field("node3 failed") == "\"node3 failed\"");
+  CHECK(ar::log::field("a=\"b\\c\"") == "\"a=\\\"b\\\\c\\\"\"");
+  CHECK(ar::log::field("x\ny") == "\"x\\\\x0ay\"");  // printable, then quoted
+}
