@@ -76,6 +76,10 @@ std::optional<bool> LibSlurm::step_daemons_left(std::uint32_t job_id, std::uint3
 
 void LibSlurm::requeue(std::uint32_t job_id) { slurm::requeue(job_id); }
 
+void LibSlurm::set_admin_comment(std::uint32_t job_id, const std::string& text) {
+  slurm::set_admin_comment(job_id, text);
+}
+
 void LibSlurm::reconfigure() { slurm::reconfigure(); }
 
 bool LibSlurm::ping() { return slurm::ping(); }

@@ -46,6 +46,7 @@ class LibSlurm final : public SlurmApi {
   std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
                                         const std::string& nodelist) override;
   void requeue(std::uint32_t job_id) override;
+  void set_admin_comment(std::uint32_t job_id, const std::string& text) override;
   void reconfigure() override;
   bool ping() override;
   std::uint32_t submit_expand_helper(const JobInfo& job, const std::string& node,

@@ -68,6 +68,7 @@ std::optional<JobInfo> load_job(std::uint32_t job_id) {
   info.has_gres = (j.gres_total != nullptr && j.gres_total[0] != '\0') ||
                   (j.tres_per_node != nullptr && j.tres_per_node[0] != '\0');
   info.requeue = j.requeue != 0;
+  info.admin_comment = text(j.admin_comment);
   info.end_time = j.end_time;
   info.restart_count = j.restart_cnt;
   info.num_nodes = j.num_nodes;
@@ -227,6 +228,14 @@ void set_node_address(const std::string& node, const std::string& address,
   if (!hostname.empty()) msg.node_hostname = const_cast<char*>(hostname.c_str());
   if (slurm_update_node(&msg) != SLURM_SUCCESS)
     fail("cannot set the address of node " + node + " to " + address);
+}
+
+void set_admin_comment(std::uint32_t job_id, const std::string& text) {
+  job_desc_msg_t desc;
+  slurm_init_job_desc_msg(&desc);
+  desc.job_id = job_id;
+  desc.admin_comment = const_cast<char*>(text.c_str());
+  update_job(desc, "cannot set the AdminComment of job " + std::to_string(job_id));
 }
 
 void shrink_job(std::uint32_t job_id, const std::string& nodelist) {

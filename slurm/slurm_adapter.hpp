@@ -81,6 +81,8 @@ std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_i
                                       const std::string& nodelist);
 // Requeues a batch job.
 void requeue(std::uint32_t job_id);
+// Sets a job's AdminComment.
+void set_admin_comment(std::uint32_t job_id, const std::string& text);
 // `scontrol reconfigure`: slurmctld and the slurmds read their files again.
 void reconfigure();
 // Whether the primary slurmctld answers a ping.

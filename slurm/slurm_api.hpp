@@ -66,6 +66,7 @@ struct JobInfo {
   std::uint32_t cpus_per_node = 0;    // the job's CPUs over its nodes, rounded up
   std::uint64_t memory_per_node = 0;  // Slurm's pn_min_memory, as the job asked
   bool heterogeneous = false;
+  std::string admin_comment;  // AdminComment: what admins (and auto-resume) noted
 };
 
 struct NodeInfo {
@@ -147,6 +148,8 @@ class SlurmApi {
                                                 const std::string& nodelist) = 0;
   // Requeues a batch job.
   virtual void requeue(std::uint32_t job_id) = 0;
+  // Sets a job's AdminComment (root and SlurmUser only).
+  virtual void set_admin_comment(std::uint32_t job_id, const std::string& text) = 0;
   // `scontrol reconfigure`; throws SlurmError if slurmctld refuses it.
   virtual void reconfigure() = 0;
   // Whether slurmctld answers a ping now.

@@ -180,4 +180,29 @@ std::optional<std::uint32_t> resized_tasks(std::uint32_t tasks, std::uint32_t no
   return tasks / nodes * resize;
 }
 
+std::string with_story(std::string_view comment, std::string_view entry) {
+  const auto at = comment.find(kStoryMarker);
+  auto own = comment.substr(0, at);
+  while (!own.empty() && own.back() == ' ') own.remove_suffix(1);
+  std::vector<std::string> entries;
+  if (at != std::string_view::npos) {
+    auto story = comment.substr(at + kStoryMarker.size());
+    for (std::size_t from = 0; from <= story.size();) {
+      const auto end = std::min(story.find("; ", from), story.size());
+      if (const auto part = story.substr(from, end - from); !part.empty() && part != "...")
+        entries.emplace_back(part);
+      from = end + 2;
+    }
+  }
+  entries.emplace_back(entry.substr(0, kMaxStoryBytes));
+  const auto joined = [&entries](std::size_t first) {
+    std::string out = first > 0 ? "..." : "";
+    for (auto i = first; i < entries.size(); ++i) out += (out.empty() ? "" : "; ") + entries[i];
+    return out;
+  };
+  std::size_t first = 0;
+  while (first + 1 < entries.size() && joined(first).size() > kMaxStoryBytes) ++first;
+  return std::string(own) + (own.empty() ? "" : " ") + std::string(kStoryMarker) + joined(first);
+}
+
 }  // namespace ar

@@ -518,6 +518,31 @@ void Engine::decide(StoredStep& step, Verdict verdict, const std::string& messag
   step.message = message;
   save(step, event_of(verdict), message);
   if (exit_reports_ != nullptr) exit_reports_->forget(key(step));
+  if (verdict == Verdict::relaunch || verdict == Verdict::requeued || verdict == Verdict::give_up)
+    tell_job(step);
+}
+
+void Engine::tell_job(const StoredStep& step) {
+  const auto failed = step.repair.contains("failed") ? names(step.repair["failed"], "node")
+                                                     : std::vector<std::string>{};
+  std::string nodes;
+  for (const auto& node : failed) nodes += (nodes.empty() ? "" : ",") + node;
+  // A relaunch says where; a requeue or give_up why (the first 160 bytes).
+  const auto entry =
+      fmt::format("attempt {}: {}{}{}", step.step.attempt, nodes.empty() ? "" : nodes + " failed, ",
+                  to_string(step.verdict),
+                  step.verdict == Verdict::relaunch && step.repair.contains("relaunch")
+                      ? " on " + step.repair["relaunch"].value("nodelist", std::string())
+                  : step.verdict == Verdict::relaunch ? std::string()
+                                                      : ": " + shortened(step.message, 160));
+  try {
+    const auto job = slurm_.load_job(step.step.job_id);
+    if (!job) return;
+    slurm_.set_admin_comment(step.step.job_id, with_story(job->admin_comment, printable(entry)));
+  } catch (const std::exception& e) {
+    log::warn("job {}: cannot write its resume into its AdminComment: {}", step.step.job_id,
+              e.what());
+  }
 }
 
 void Engine::save(StoredStep& step, EventKind kind, const std::string& detail) {

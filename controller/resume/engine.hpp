@@ -191,6 +191,9 @@ class Engine {
   // of it (its record is one a restarted slurmctld recovered).
   bool no_step_daemons(StoredStep& step, const slurm::JobInfo& job);
   void decide(StoredStep& step, Verdict verdict, const std::string& message);
+  // Adds a decided repair's line to its job's AdminComment (with_story):
+  // the attempt, the failed nodes and the verdict. A failure is logged.
+  void tell_job(const StoredStep& step);
   void save(StoredStep& step, EventKind kind, const std::string& detail);
   std::vector<std::string> step_hosts(const StoredStep& step);
   static std::string helper_name(std::uint32_t job_id);

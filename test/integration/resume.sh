@@ -68,6 +68,12 @@ resumed2=$(grep -o "^0: attempt=2 .* start=[0-9]*" step.out | grep -o '[0-9]*$')
 live=$(scontrol show hostnames "$(job_field NodeList)" | paste -sd,)
 first=$(scontrol show hostnames "$(job_field NodeList)" | head -n 1)
 assert_contains step.out "^0: attempt=2 restarts=0 rank=0 node=[a-z0-9]+ nodes=$live master=$(node_addr "$first"):31234 " "attempt 2's environment"
+# The job's AdminComment tells its resumes, in scontrol and in sacct.
+story="\[auto-resume\] attempt 0: node3 failed, relaunch on node\[1-4\]; attempt 1: node2 failed, relaunch on node\[1-4\]"
+scontrol show job "$job" >job.txt
+assert_contains job.txt "^ *AdminComment=$story *$" "the job's AdminComment"
+sacct -n -X -j "$job" -o AdminComment%300 | sed 's/ *$//' >sacct-comment.txt
+assert_contains sacct-comment.txt "^ *$story$" "sacct's AdminComment"
 # sacct keeps a record per resize (documented in docs/resume.md).
 sacct -n -X -j "$job" -o State | tr -d ' ' >sacct.txt
 assert_eq "$(tail -n 1 sacct.txt)" COMPLETED "sacct's last record of the job"

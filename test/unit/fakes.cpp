@@ -289,6 +289,11 @@ std::optional<bool> FakeSlurm::step_daemons_left(std::uint32_t job_id, std::uint
   return step_daemons.contains({job_id, step_id});
 }
 
+void FakeSlurm::set_admin_comment(std::uint32_t job_id, const std::string& text) {
+  check_reachable();
+  job(job_id).admin_comment = text;
+}
+
 void FakeSlurm::requeue(std::uint32_t job_id) {
   check_reachable();
   auto& j = job(job_id);

@@ -116,6 +116,7 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
                                         const std::string& nodelist) override;
   void requeue(std::uint32_t job_id) override;
+  void set_admin_comment(std::uint32_t job_id, const std::string& text) override;
   void reconfigure() override { ++reconfigures; }
   bool ping() override { return reachable; }
   int reconfigures = 0;

@@ -288,3 +288,27 @@ TEST_CASE("a step relaunched on fewer nodes keeps its tasks per node, not its -n
   CHECK_FALSE(ar::resized_tasks(8, 0, 3));
   CHECK_FALSE(ar::resized_tasks(8, 4, 0));
 }
+
+TEST_CASE("with_story adds to auto-resume's part of an AdminComment, keeping the admin's",
+          "[resume]") {
+  using ar::with_story;
+  CHECK(with_story("", "attempt 0: node3 failed, relaunch on node[1-4]") ==
+        "[auto-resume] attempt 0: node3 failed, relaunch on node[1-4]");
+  const auto twice = with_story("[auto-resume] attempt 0: node3 failed, relaunch on node[1-4]",
+                                "attempt 1: node2 failed, give_up: too little time");
+  CHECK(twice ==
+        "[auto-resume] attempt 0: node3 failed, relaunch on node[1-4]; attempt 1: node2 failed, "
+        "give_up: too little time");
+  CHECK(with_story("checked by ops ", "attempt 0: relaunch") ==
+        "checked by ops [auto-resume] attempt 0: relaunch");
+  CHECK(with_story("checked by ops [auto-resume] attempt 0: relaunch", "attempt 1: relaunch") ==
+        "checked by ops [auto-resume] attempt 0: relaunch; attempt 1: relaunch");
+  // A long story keeps its newest entries within kMaxStoryBytes.
+  std::string comment;
+  for (int i = 0; i < 100; ++i)
+    comment = with_story(comment, "attempt " + std::to_string(i) + ": node9 failed, relaunch");
+  const auto story = comment.substr(ar::kStoryMarker.size());
+  CHECK(story.size() <= ar::kMaxStoryBytes);
+  CHECK(story.starts_with("...; attempt "));
+  CHECK(story.ends_with("; attempt 99: node9 failed, relaunch"));
+}

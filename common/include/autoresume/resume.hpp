@@ -145,4 +145,13 @@ std::vector<std::string> dropped_node_options(const std::vector<std::string>& ar
 std::optional<std::uint32_t> resized_tasks(std::uint32_t tasks, std::uint32_t nodes,
                                            std::uint32_t resize);
 
+// A job's AdminComment (`scontrol show job`, `sacct -o AdminComment`) with
+// one more entry of auto-resume's story: the admin's own text is kept
+// before kStoryMarker, the story after it, its entries separated by "; ",
+// the oldest dropped (an "..." left) while it is longer than
+// kMaxStoryBytes.
+inline constexpr std::string_view kStoryMarker = "[auto-resume] ";
+inline constexpr std::size_t kMaxStoryBytes = 1000;
+std::string with_story(std::string_view comment, std::string_view entry);
+
 }  // namespace ar
