@@ -65,7 +65,7 @@ assert_contains host.out "^0: done at step 40$" "the second run"
 "$AR_CLI" events >events.txt
 assert_contains events.txt "job $job [^ ]+ requeued: the batch host $batch_host failed: job $job was requeued" "the controller's events"
 scontrol show job "$job" >job.txt
-assert_contains job.txt "^ *AdminComment=\[auto-resume\] attempt 0: [a-z0-9,]*$batch_host[a-z0-9,]* failed, requeued: the batch host $batch_host failed" "the requeued job's AdminComment"
+assert_contains job.txt "^ *AdminComment=\[auto-resume\] attempt 0: [a-z0-9,]*${batch_host}[a-z0-9,]* failed, requeued: the batch host $batch_host failed" "the requeued job's AdminComment"
 
 # 2. A GRES job loses a node other than its batch host: requeued.
 rm -f ckpt

@@ -28,22 +28,23 @@ printf 'provider=local\nmax_attempts=4\n' >"$tmp/good.conf"
 # dropped from the controller's config must be added to or dropped from this
 # list too). Those after max_replacements_per_hour are printed only when
 # set (the provisioning ones with node_provisioning=continuous).
-settings=(listen state_dir provider max_attempts attempt_window healthy_after backoff
+settings=(listen metrics_listen state_dir provider max_attempts attempt_window healthy_after backoff
   probe_interval probe_failures probe_max_silent_percent end_window repair_timeout min_time_left provider_timeout provider_retries provider_backoff
   register_timeout heartbeat_timeout heartbeat_max_silent_percent retention
   auth_timeout max_unauthenticated max_user_connections reserved_fds privileged_connections
   mode max_marks_per_hour max_replacements_per_hour
-  spares provider_command munge_socket local_restart_command heartbeat_bind
+  spares provider_command notify_command munge_socket local_restart_command heartbeat_bind
   node_provisioning groups_dir provision_command provision_timeout max_parallel_creates
   create_backoff create_alert_after capacity_backoff max_bootstrap_failures min_count_timeout
   lifecycle_log_dir orphan_timeout slurm_conf slurm_conf_include slurmctld_restart_command
   slurmctld_restart_timeout)
 printf '%s\n' "${settings[@]}" | sort >"$tmp/settings"
-printf '%s\n' "${settings[@]:0:28}" | sort >"$tmp/settings-unset"
+printf '%s\n' "${settings[@]:0:29}" | sort >"$tmp/settings-unset"
 cat >"$tmp/full.conf" <<'CONF'
 provider=spares
 spares=2
 provider_command=/usr/local/sbin/replace-node
+notify_command=/usr/bin/mail
 munge_socket=/run/munge/munge.socket.2
 local_restart_command=/usr/local/sbin/restart-node {node}
 heartbeat_bind=gpu[1-8]=10.1.0.0/24
