@@ -28,7 +28,7 @@ for unit in auto-resumed auto-resume-agent; do
 done
 [[ -f $root$doc_dir/examples/train_auto_resume.sh ]] || fail "no examples in $doc_dir/examples"
 if [[ $man_dir != - ]]; then
-  for page in auto-resume.1 auto-resumed.conf.5 auto-resumed.8 auto-resume-agent.8 auto-resume-healthcheck.8 \
+  for page in auto-resume.1 auto-resumed.conf.5 auto-resumed.8 auto-resume-submit.8 auto-resume-agent.8 auto-resume-healthcheck.8 \
     auto-resume-plugin.8 healthcheck.conf.5; do
     file=$root$man_dir/man${page##*.}/$page
     [[ -f $file ]] || fail "no $man_dir/man${page##*.}/$page"
