@@ -1,6 +1,7 @@
 // auto-resumed: the controller daemon.
 
 #include <fmt/core.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -63,6 +64,14 @@ int main(int argc, char** argv) {
                "settings that contradict each other) and exit");
   app.set_version_flag("-V,--version", std::string("auto-resumed ") + ar::kVersion);
   CLI11_PARSE(app, argc, argv);
+  // SIGHUP waits (blocked, so pending) until its handler is set below, and
+  // again from the restart's exec on: a reload asked for while the daemon
+  // starts or restarts is taken then, not fatal (SIGHUP's default). Every
+  // thread started meanwhile keeps it blocked; commands start unblocked.
+  sigset_t hangup;
+  sigemptyset(&hangup);
+  sigaddset(&hangup, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &hangup, nullptr);
 
   ar::DaemonConfig config;
   try {
@@ -137,6 +146,9 @@ int main(int argc, char** argv) {
       ar::log::info("continuous provisioning: groups in {}, provider {}",
                     config.provision.groups_dir.string(), config.provision.command.string());
     }
+    // Before io: a scrape's coroutine, destroyed with io, counts itself out
+    // of the metrics server.
+    std::optional<ar::MetricsServer> metrics_server;
     ar::net::asio::io_context io;
     ar::net::asio::thread_pool workers(4);
     ar::MungeDaemon munge(config.munge_socket);
@@ -149,7 +161,6 @@ int main(int argc, char** argv) {
         [&service](uid_t caller) { return service.privileged(caller); });
     service.share_metrics(&metrics);
     server.start();
-    std::optional<ar::MetricsServer> metrics_server;
     if (config.metrics_listen) {
       const ar::ControllerMetrics::Sources sources{&store, &keeper,
                                                    provisioner ? &*provisioner : nullptr,
@@ -171,10 +182,12 @@ int main(int argc, char** argv) {
     // configuration stays, a changed one restarts the daemon in place
     // (below: the same pid, on the same state, as any restart).
     ar::net::asio::signal_set hangups(io, SIGHUP);
+    pthread_sigmask(SIG_UNBLOCK, &hangup, nullptr);
     std::function<void()> await_hangup = [&] {
       hangups.async_wait([&](const boost::system::error_code& ec, int) {
         if (ec) return;
         if (reload_wanted(config_file, config)) {
+          pthread_sigmask(SIG_BLOCK, &hangup, nullptr);  // pending until the new one runs
           restart = true;
           io.stop();
           return;
@@ -197,6 +210,7 @@ int main(int argc, char** argv) {
   if (restart) {
     // Everything above is closed (the store, the sockets, the workers), as
     // at a stop; the same program and arguments start again.
+    pthread_sigmask(SIG_BLOCK, &hangup, nullptr);
     execv("/proc/self/exe", argv);
     ar::log::error("cannot restart for the new configuration: {}", std::strerror(errno));
     return 1;

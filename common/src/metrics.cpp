@@ -154,6 +154,7 @@ void Registry::clear(std::string_view name) {
 }
 
 void Registry::observe(std::string_view name, const Labels& labels, double value) {
+  if (!std::isfinite(value)) return;  // nothing to count
   std::lock_guard lock(mutex_);
   auto& s = series(name, Type::histogram, labels);
   const auto& bounds = families_.find(name)->second.bounds;

@@ -112,6 +112,7 @@ void ControllerMetrics::recovered(double seconds) {
 }
 
 std::string ControllerMetrics::scrape(const Sources& sources) {
+  std::lock_guard lock(scrape_mutex_);
   auto& r = registry_;
   if (sources.store != nullptr) {
     r.clear("auto_resume_steps");

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,7 @@ class ControllerMetrics {
 
  private:
   metrics::Registry registry_;
+  std::mutex scrape_mutex_;  // one scrape at a time: each clears and sets the gauges
 };
 
 // A CommandRunner that times each call into `metrics` as a provider call,

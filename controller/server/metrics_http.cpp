@@ -56,7 +56,7 @@ asio::awaitable<void> MetricsServer::serve(tcp::socket socket) {
     ~Release() { --open; }
   } release{open_};
   beast::tcp_stream stream(std::move(socket));
-  stream.expires_after(kTimeout);
+  stream.expires_after(kRequestTimeout);  // a scrape's request is a few lines
   beast::flat_buffer buffer(16 * 1024);
   http::request_parser<http::empty_body> parser;
   parser.header_limit(8 * 1024);
@@ -66,6 +66,7 @@ asio::awaitable<void> MetricsServer::serve(tcp::socket socket) {
   if (error == http::error::end_of_stream || error == beast::error::timeout ||
       error == asio::error::operation_aborted || error == asio::error::connection_reset)
     co_return;
+  stream.expires_after(kTimeout);
   http::response<http::string_body> response;
   response.set(http::field::server, "auto-resumed");
   response.set(http::field::content_type, "text/plain; charset=utf-8");

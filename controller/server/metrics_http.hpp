@@ -4,7 +4,8 @@
 // worker (it reads the store). GET /metrics answers the exposition text;
 // any other path 404, any other method 405. At most kMaxConnections at
 // once (a new one past that is closed at once), each closed after one
-// answer or kTimeout.
+// answer, when its request has not come within kRequestTimeout, or
+// kTimeout after it.
 
 #include <chrono>
 #include <cstddef>
@@ -19,7 +20,8 @@ namespace ar {
 class MetricsServer {
  public:
   static constexpr std::size_t kMaxConnections = 16;
-  static constexpr std::chrono::seconds kTimeout{10};
+  static constexpr std::chrono::seconds kRequestTimeout{2};  // to send the request
+  static constexpr std::chrono::seconds kTimeout{10};        // then to render and send
   using Render = std::function<std::string()>;
 
   // Binds and listens at once (throws on failure, naming the endpoint).

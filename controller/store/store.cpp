@@ -259,7 +259,14 @@ auto Store::transaction(Body&& body) {
   exec("BEGIN IMMEDIATE");
   const auto committed = [this] {
     if (hook_)
-      for (const auto& [event, node_event] : uncommitted_) hook_(event, node_event);
+      for (const auto& [event, node_event] : uncommitted_) {
+        try {
+          hook_(event, node_event);
+        } catch (const std::exception& e) {
+          // Committed: the caller must not hear of a failure.
+          fmt::print(stderr, "auto-resumed: the store's event hook failed: {}\n", e.what());
+        }
+      }
     uncommitted_.clear();
   };
   try {
@@ -297,7 +304,7 @@ void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpe
   noted.run_id = step.step.run_id;
   noted.uid = step.uid;
   noted.kind = name_of(event.kind);
-  noted.detail = event.detail;
+  noted.detail = shortened(event.detail, kMaxDetailBytes);
   uncommitted_.emplace_back(std::move(noted), false);
 }
 
@@ -317,7 +324,7 @@ void Store::insert_node_event(std::int64_t at, const std::string& node, std::uin
   noted.job_id = job_id;
   noted.uid = uid;
   noted.kind = name_of(event.kind);
-  noted.detail = event.detail;
+  noted.detail = shortened(event.detail, kMaxDetailBytes);
   noted.node = node;
   uncommitted_.emplace_back(std::move(noted), true);
 }
@@ -812,7 +819,7 @@ void Store::save_provision(const proto::json& state, const std::vector<ClusterEv
       insert.step();
       Event noted;
       noted.kind = e.kind;
-      noted.detail = e.detail;
+      noted.detail = shortened(e.detail, kMaxDetailBytes);
       noted.node = e.node;
       noted.group = e.group;
       noted.level = e.level;

@@ -37,6 +37,9 @@ assert_eq "$(starts)" 1 "controller starts after an unchanged reload"
 # 3. A new setting: restarted in place, same pid, same state.
 METRICS=127.0.0.1:$(free_port)
 echo "metrics_listen=$METRICS" >>"$conf"
+# Twice at once: the second comes while the first restarts the daemon (it
+# must wait for the new one, which finds nothing more to reload).
+kill -HUP "$CONTROLLER_PID"
 kill -HUP "$CONTROLLER_PID"
 restarted() { (($(starts) == 2)); }
 wait_until 20 "the controller to start again after the reload" restarted

@@ -26,6 +26,7 @@ restart_sec=$(sed -n 's/^RestartSec=//p' "$unit")
 # A provider that takes a few seconds, so that the controller dies mid-repair.
 cat >slow-restart.sh <<SCRIPT
 #!/bin/bash
+touch $WORK/provider-started
 sleep 3
 exec $CLUSTER_CMD restart-node $CLUSTER "\$1" --kill
 SCRIPT
@@ -65,6 +66,7 @@ wait_until 60 "attempt 0 to reach step 5" past 5
 # 1. SIGKILL in the middle of the repair; the restart policy brings it back.
 "$CLUSTER_CMD" kill-node "$CLUSTER" node3 >/dev/null
 wait_until 30 "node3 to be taken out" event "node_out: node3 set FAIL"
+wait_until 30 "the provider's call for node3 to start" test -e "$WORK/provider-started"
 first=$(pid)
 kill -KILL "$first"
 killed=$SECONDS

@@ -1,12 +1,18 @@
 #include "autoresume/metrics.hpp"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 
 #include "fakes.hpp"
 #include "server/metrics.hpp"
+#include "store/store.hpp"
 
 using ar::metrics::Registry;
 using Catch::Matchers::Contains;
@@ -124,4 +130,25 @@ TEST_CASE("the controller counts events, requests and provider calls into fixed 
   CHECK(r.value("auto_resume_provider_call_seconds", {"create"}) == 2);
   m.recovered(42);
   CHECK_THAT(m.scrape({}), Contains("auto_resume_recovery_seconds_bucket{le=\"45\"} 1\n"));
+}
+
+TEST_CASE("scrapes at once each show every gauge they set", "[metrics]") {
+  char pattern[] = "/tmp/ar-metrics-test.XXXXXX";
+  const std::filesystem::path dir = mkdtemp(pattern);
+  {
+    ar::Store store(dir);
+    ar::ControllerMetrics m;
+    const ar::ControllerMetrics::Sources sources{&store, nullptr, nullptr, dir, {}};
+    std::atomic<int> missing{0};
+    const auto scrape = [&] {
+      for (int i = 0; i < 200; ++i)
+        if (m.scrape(sources).find("auto_resume_steps{state=\"decided\"} 0\n") == std::string::npos)
+          ++missing;
+    };
+    std::thread other(scrape);
+    scrape();
+    other.join();
+    CHECK(missing == 0);
+  }
+  std::filesystem::remove_all(dir);
 }
