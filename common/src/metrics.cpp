@@ -32,12 +32,13 @@ const char* type_name(Type type) {
   return "untyped";
 }
 
-// HELP text: backslash and newline escaped.
-std::string escape_help(std::string_view text) {
+// Backslash and newline escaped, and the double quote too with `quote`
+// (a label value's; HELP text keeps its quotes).
+std::string escaped(std::string_view text, bool quote) {
   std::string out;
   for (const char c : text) {
-    if (c == '\\')
-      out += "\\\\";
+    if (c == '\\' || (quote && c == '"'))
+      out += '\\', out += c;
     else if (c == '\n')
       out += "\\n";
     else
@@ -59,20 +60,7 @@ std::string label_text(const std::vector<std::string>& names, const Labels& valu
 
 }  // namespace
 
-std::string escape_label(std::string_view value) {
-  std::string out;
-  for (const char c : value) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
+std::string escape_label(std::string_view value) { return escaped(value, true); }
 
 std::string format_value(double value) {
   if (std::isnan(value)) return "NaN";
@@ -187,7 +175,7 @@ std::string Registry::render() const {
   std::lock_guard lock(mutex_);
   std::string out;
   for (const auto& [name, family] : families_) {
-    out += "# HELP " + name + " " + escape_help(family.help) + "\n";
+    out += "# HELP " + name + " " + escaped(family.help, false) + "\n";
     out += "# TYPE " + name + " " + type_name(family.type) + "\n";
     for (const auto& [labels, s] : family.series) {
       if (family.type != Type::histogram) {

@@ -288,6 +288,11 @@ auto Store::transaction(Body&& body) {
   }
 }
 
+void Store::note(Event event, bool node_event) {
+  event.detail = shortened(event.detail, kMaxDetailBytes);  // as stored
+  uncommitted_.emplace_back(std::move(event), node_event);
+}
+
 void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpec& event) {
   Statement insert(db_,
                    "INSERT INTO events (at, job_id, run_id, uid, kind, detail)"
@@ -299,13 +304,12 @@ void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpe
       .bind(5, std::string(name_of(event.kind)))
       .bind(6, shortened(event.detail, kMaxDetailBytes));
   insert.step();
-  Event noted;
-  noted.job_id = step.step.job_id;
-  noted.run_id = step.step.run_id;
-  noted.uid = step.uid;
-  noted.kind = name_of(event.kind);
-  noted.detail = shortened(event.detail, kMaxDetailBytes);
-  uncommitted_.emplace_back(std::move(noted), false);
+  note({.job_id = step.step.job_id,
+        .run_id = step.step.run_id,
+        .kind = std::string(name_of(event.kind)),
+        .detail = event.detail,
+        .uid = step.uid},
+       false);
 }
 
 void Store::insert_node_event(std::int64_t at, const std::string& node, std::uint32_t job_id,
@@ -320,13 +324,12 @@ void Store::insert_node_event(std::int64_t at, const std::string& node, std::uin
       .bind(5, shortened(event.detail, kMaxDetailBytes))
       .bind(6, node);
   insert.step();
-  Event noted;
-  noted.job_id = job_id;
-  noted.uid = uid;
-  noted.kind = name_of(event.kind);
-  noted.detail = shortened(event.detail, kMaxDetailBytes);
-  noted.node = node;
-  uncommitted_.emplace_back(std::move(noted), true);
+  note({.job_id = job_id,
+        .kind = std::string(name_of(event.kind)),
+        .detail = event.detail,
+        .node = node,
+        .uid = uid},
+       true);
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -817,14 +820,13 @@ void Store::save_provision(const proto::json& state, const std::vector<ClusterEv
           .bind(6, e.level)
           .bind(7, e.resource);
       insert.step();
-      Event noted;
-      noted.kind = e.kind;
-      noted.detail = shortened(e.detail, kMaxDetailBytes);
-      noted.node = e.node;
-      noted.group = e.group;
-      noted.level = e.level;
-      noted.resource = e.resource;
-      uncommitted_.emplace_back(std::move(noted), !e.node.empty());
+      note({.kind = e.kind,
+            .detail = e.detail,
+            .node = e.node,
+            .group = e.group,
+            .level = e.level,
+            .resource = e.resource},
+           !e.node.empty());
     }
     for (const auto& r : records) {
       Statement upsert(db_,

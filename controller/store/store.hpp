@@ -69,16 +69,16 @@ struct Event {
   std::int64_t id = 0;
   std::int64_t at = 0;  // unix seconds
   std::uint32_t job_id = 0;
-  std::string run_id;
-  std::string kind;
-  std::string detail;
-  std::string node;            // set for the events of a node (marks, replacements)
+  std::string run_id{};
+  std::string kind{};
+  std::string detail{};
+  std::string node{};          // set for the events of a node (marks, replacements)
   std::int64_t uid = 0;        // on whose behalf: a step's owner, a replacement's requester, 0
-  std::string group;           // a node group's events (continuous provisioning)
+  std::string group{};         // a node group's events (continuous provisioning)
   std::string level = "info";  // info, warning or error
   // What the event is about: cluster, group, instance, node or job
   // (stored for provisioning's events, derived for the others).
-  std::string resource;
+  std::string resource{};
 };
 
 // An event of continuous provisioning (provision.hpp's, by name).
@@ -243,6 +243,8 @@ class Store {
   EventHook hook_;
   // The events of the transaction under way, for hook_ once it commits.
   std::vector<std::pair<Event, bool>> uncommitted_;
+  // Keeps an event inserted by the transaction under way for hook_.
+  void note(Event event, bool node_event);
   void exec(const char* sql);
   void migrate();
   std::optional<StoredStep> find_locked(const std::string& run_id, std::uint32_t attempt);
