@@ -30,6 +30,18 @@ extern "C" char* slurm_job_state_string(uint32_t state);
 extern "C" void slurm_xfree(void** item);
 extern "C" char* slurm_job_reason_string(enum job_state_reason inx);
 
+namespace {
+// Slurm 22.05's slurm_free_job_info_msg misses each job's admin_comment:
+// without this every look at a job whose AdminComment auto-resume wrote
+// leaks it. slurm_xfree leaves NULL behind, so a fixed libslurm frees
+// nothing twice.
+void free_jobs(job_info_msg_t* msg) {
+  for (std::uint32_t i = 0; msg != nullptr && i < msg->record_count; ++i)
+    slurm_xfree(reinterpret_cast<void**>(&msg->job_array[i].admin_comment));
+  slurm_free_job_info_msg(msg);
+}
+}  // namespace
+
 void init() { slurm_init(nullptr); }
 
 std::optional<JobInfo> load_job(std::uint32_t job_id) {
@@ -38,8 +50,7 @@ std::optional<JobInfo> load_job(std::uint32_t job_id) {
     if (slurm_get_errno() == ESLURM_INVALID_JOB_ID) return std::nullopt;
     fail("cannot load job " + std::to_string(job_id));
   }
-  std::unique_ptr<job_info_msg_t, decltype(&slurm_free_job_info_msg)> owner(
-      msg, &slurm_free_job_info_msg);
+  std::unique_ptr<job_info_msg_t, decltype(&free_jobs)> owner(msg, &free_jobs);
   if (msg == nullptr || msg->record_count == 0) return std::nullopt;
   const auto& j = msg->job_array[0];
   JobInfo info;
@@ -382,7 +393,7 @@ std::vector<std::uint32_t> live_jobs_named(const std::string& name, uid_t owner)
         (base == JOB_PENDING || base == JOB_RUNNING))
       ids.push_back(j.job_id);
   }
-  slurm_free_job_info_msg(msg);
+  free_jobs(msg);
   return ids;
 }
 
