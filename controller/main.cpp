@@ -146,9 +146,6 @@ int main(int argc, char** argv) {
       ar::log::info("continuous provisioning: groups in {}, provider {}",
                     config.provision.groups_dir.string(), config.provision.command.string());
     }
-    // Before io: a scrape's coroutine, destroyed with io, counts itself out
-    // of the metrics server.
-    std::optional<ar::MetricsServer> metrics_server;
     ar::net::asio::io_context io;
     ar::net::asio::thread_pool workers(4);
     ar::MungeDaemon munge(config.munge_socket);
@@ -161,6 +158,7 @@ int main(int argc, char** argv) {
         [&service](uid_t caller) { return service.privileged(caller); });
     service.share_metrics(&metrics);
     server.start();
+    std::optional<ar::MetricsServer> metrics_server;  // after io: its socket goes first
     if (config.metrics_listen) {
       const ar::ControllerMetrics::Sources sources{&store, &keeper,
                                                    provisioner ? &*provisioner : nullptr,

@@ -42,7 +42,7 @@ asio::awaitable<void> MetricsServer::accept_loop() {
       co_await pause.async_wait(net::use_awaitable);
       continue;
     }
-    if (open_ >= kMaxConnections) continue;  // closed as it goes out of scope
+    if (*open_ >= kMaxConnections) continue;  // closed as it goes out of scope
     asio::co_spawn(acceptor_.get_executor(), serve(std::move(socket)), asio::detached);
   }
 }
@@ -50,10 +50,10 @@ asio::awaitable<void> MetricsServer::accept_loop() {
 asio::awaitable<std::string> MetricsServer::render_on_worker() { co_return render_(); }
 
 asio::awaitable<void> MetricsServer::serve(tcp::socket socket) {
-  ++open_;
+  ++*open_;
   struct Release {
-    std::size_t& open;
-    ~Release() { --open; }
+    std::shared_ptr<std::size_t> open;
+    ~Release() { --*open; }
   } release{open_};
   beast::tcp_stream stream(std::move(socket));
   stream.expires_after(kRequestTimeout);  // a scrape's request is a few lines

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "autoresume/endpoint.hpp"
@@ -39,7 +40,9 @@ class MetricsServer {
   net::tcp::acceptor acceptor_;
   net::asio::thread_pool& workers_;
   Render render_;
-  std::size_t open_ = 0;  // on the io thread only
+  // Connections open, on the io thread only; shared with each connection's
+  // coroutine, whose frame io destroys after this server is gone.
+  std::shared_ptr<std::size_t> open_ = std::make_shared<std::size_t>(0);
 };
 
 }  // namespace ar
