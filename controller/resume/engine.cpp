@@ -525,8 +525,7 @@ void Engine::decide(StoredStep& step, Verdict verdict, const std::string& messag
 void Engine::tell_job(const StoredStep& step) {
   const auto failed = step.repair.contains("failed") ? names(step.repair["failed"], "node")
                                                      : std::vector<std::string>{};
-  std::string nodes;
-  for (const auto& node : failed) nodes += (nodes.empty() ? "" : ",") + node;
+  const auto nodes = join(failed, ",");
   // A relaunch says where; a requeue or give_up why (the first 160 bytes).
   const auto entry =
       fmt::format("attempt {}: {}{}{}", step.step.attempt, nodes.empty() ? "" : nodes + " failed, ",
