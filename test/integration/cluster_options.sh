@@ -131,6 +131,10 @@ run_id=$(timeout 60 salloc -N1 srun --auto-resume=1 printenv AUTO_RESUME_RUN_ID 
 # --agents: the controller hears an agent per node (up waited for it).
 wait_until 10 "fresh heartbeats from both nodes" heard 2
 controller_pid=$(<"$CLUSTER/run/auto-resumed.pid")
+# Its environment names the cluster for scripts/local-provider (continuous
+# provisioning's local route, docs/provisioning.md).
+tr '\0' '\n' <"/proc/$controller_pid/environ" >controller.env
+assert_contains controller.env "^AR_LOCAL_CLUSTER=$CLUSTER$" "auto-resumed's environment"
 agent1=$(<"$CLUSTER/run/auto-resume-agent-node1.pid")
 agent2=$(<"$CLUSTER/run/auto-resume-agent-node2.pid")
 "$CLUSTER_CMD" status "$CLUSTER" >cluster-status.out

@@ -85,8 +85,12 @@ assert_contains plan.txt 'slurmctld restart' "group plan says a restart for max_
 
 # 4. The restart for max_count=3 (step 3's edit, once the controller acts
 # again) leaves a running job alone.
-job=$(sbatch --parsable -p pg -N1 -w g-1 -o job.out --wrap 'sleep 300')
+job=$(sbatch --parsable -p pg -N1 -w g-1 -o job.out --wrap 'echo started; sleep 300')
 wait_until 30 "job $job running" job_is "$job" RUNNING
+# RUNNING is slurmctld's word; a restart before slurmd started the batch
+# script loses its launch, and Slurm requeues the job (seen on a loaded
+# host): the restart under test comes once the script runs.
+wait_until 30 "job $job's script running on g-1" grep -qx started job.out
 assert_eq "$(restarts)" 1 "slurmctld restarts while the controller was paused"
 "$AR_CLI" unpause >/dev/null
 wait_until 60 "a second restart" restarted_twice

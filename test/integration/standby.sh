@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The controller's availability (docs/operations.md), on a real cluster:
 # 1. auto-resumed runs as its shipped unit says: a supervisor that does
-#    what systemd does with the unit the build configured (its ExecStart,
+#    what systemd does with the unit the build installs (its ExecStart,
 #    Restart= and RestartSec=). SIGKILLed in the middle of a repair (the
 #    provider still bringing node3 back), it is started again RestartSec
 #    later, with no one's help, on the same state: the repair completes and
@@ -16,8 +16,11 @@ source "$(dirname "$0")/lib.sh"
 
 cluster_up --nodes 4 --accounting
 cd "$WORK" || exit
-unit=$(dirname "$AR_DAEMON")/../auto-resumed.service
-[[ -f $unit ]] || fail "no configured unit at $unit"
+# The unit as `cmake --install` writes it (at install time, for its prefix).
+DESTDIR=$WORK/root cmake --install "$(dirname "$AR_DAEMON")/.." --component units --prefix /usr \
+  >install.out 2>&1 || fail "cmake --install --component units failed: $(cat install.out)"
+unit=$WORK/root/usr/lib/systemd/system/auto-resumed.service
+[[ -f $unit ]] || fail "no installed unit at $unit: $(cat install.out)"
 restart=$(sed -n 's/^Restart=//p' "$unit")
 restart_sec=$(sed -n 's/^RestartSec=//p' "$unit")
 [[ $restart =~ ^(always|on-failure|on-abnormal)$ ]] ||

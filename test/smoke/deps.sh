@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Every system header, library and program the finished build used comes
+# from a package scripts/bootstrap installs (or what those depend on):
+# test/smoke/deps.py. And the check can fail: against bootstrap's list less
+# libssl-dev (the headers of the protocol's HMAC), it must name libssl-dev.
+#   deps.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+(($# == 2)) || { echo "usage: deps.sh SOURCE_DIR BUILD_DIR" >&2; exit 2; }
+here=$(dirname "$0")
+python3 "$here/deps.py" "$1" "$2"
+if out=$(python3 "$here/deps.py" "$1" "$2" --without libssl-dev 2>&1); then
+  echo "FAIL [deps]: the check passed without libssl-dev in bootstrap's list: $out" >&2
+  exit 1
+fi
+grep -q "from libssl-dev," <<<"$out" || { echo "FAIL [deps]: without libssl-dev it failed, but not naming it: $out" >&2; exit 1; }
+echo "deps: without libssl-dev it fails, as it must: ${out%%,*}, ..."
