@@ -5,8 +5,9 @@ A machine that happens to have a package (the image's, one installed by
 hand) hides a missing install step: the build works here and fails on a
 fresh machine. This check does not ask the machine what it has. It reads
 what the build itself used:
-  - every header a compile read (the compilers' dependency files, *.d),
-  - every library and object a link read (the link lines, link.txt, with
+  - every header a compile read (the compilers' dependency files, as ninja
+    keeps them, or the *.d files of a make build),
+  - every library and object a link read (the build's command lines, with
     -lNAME found as the compiler finds it, and the compiler's own runtime),
   - the compilers and the programs the project's own find_program calls
     found (CMakeCache.txt),
@@ -49,8 +50,21 @@ def inside(path, roots):
 
 
 def headers(build):
-    """Absolute paths of every file a compile read, from its *.d file."""
+    """Absolute paths of every file a compile read: ninja's record of the
+    compilers' dependency files (ninja -t deps), or the *.d files a make
+    build keeps."""
     found = set()
+
+    def add(dep):
+        if not dep.startswith("/"):
+            dep = os.path.join(build, dep)
+        found.add(os.path.normpath(dep))
+
+    if os.path.isfile(os.path.join(build, "build.ninja")):
+        for line in run(["ninja", "-C", build, "-t", "deps"]).splitlines():
+            if line[:1].isspace() and line.strip():
+                add(line.strip())
+        return found
     for depfile in glob.glob(os.path.join(build, "**", "*.d"), recursive=True):
         if not os.path.isfile(depfile):
             continue
@@ -62,8 +76,33 @@ def headers(build):
             _, _, deps = line.partition(": ")
             for dep in deps.split():
                 if dep.startswith("/"):
-                    found.add(os.path.normpath(dep))
+                    add(dep)
     return found
+
+
+def commands(build):
+    """Every command line of the build: ninja's (ninja -t commands), or a
+    make build's link lines (link.txt), each split at && and ;."""
+    if os.path.isfile(os.path.join(build, "build.ninja")):
+        lines = run(["ninja", "-C", build, "-t", "commands"]).splitlines()
+    else:
+        lines = []
+        for link in glob.glob(os.path.join(build, "**", "link.txt"), recursive=True):
+            with open(link) as f:
+                lines += f.read().splitlines()
+    for line in lines:
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            continue
+        command = []
+        for word in words + ["&&"]:
+            if word in ("&&", ";", "||"):
+                if command:
+                    yield command
+                command = []
+            else:
+                command.append(word)
 
 
 def compiler_file(compiler, name):
@@ -72,34 +111,29 @@ def compiler_file(compiler, name):
 
 
 def link_inputs(build):
-    """Absolute paths of every library a link line names, and the compilers."""
+    """Absolute paths of every library a command names, and the compilers."""
     found, compilers = set(), set()
-    for link in glob.glob(os.path.join(build, "**", "link.txt"), recursive=True):
-        with open(link) as f:
-            for line in f:
-                words = shlex.split(line)
-                if not words:
-                    continue
-                tool = words[0]
-                if not tool.startswith("/"):
-                    continue
-                found.add(tool)
-                # An archiver's line (ar, ranlib) reads the build's own objects.
-                if not re.fullmatch(r"(.*-)?(c\+\+|g\+\+|gcc|cc|clang|clang\+\+)(-[0-9.]+)?",
-                                    os.path.basename(tool)):
-                    continue
-                compilers.add(tool)
-                for word in words[1:]:
-                    if word.startswith("-l") and len(word) > 2:
-                        for suffix in (".so", ".a"):
-                            path = compiler_file(tool, f"lib{word[2:]}{suffix}")
-                            if path and os.path.exists(path):
-                                found.add(path)
-                                break
-                        else:
-                            found.add(f"unresolved {word} ({link})")
-                    elif word.startswith("/") and re.search(r"\.(so(\.[0-9.]+)?|a|o)$", word):
-                        found.add(os.path.normpath(word))
+    for words in commands(build):
+        tool = words[0]
+        if not tool.startswith("/"):
+            continue
+        found.add(tool)
+        # An archiver's line (ar, ranlib) reads the build's own objects.
+        if not re.fullmatch(r"(.*-)?(c\+\+|g\+\+|gcc|cc|clang|clang\+\+)(-[0-9.]+)?",
+                            os.path.basename(tool)):
+            continue
+        compilers.add(tool)
+        for word in words[1:]:
+            if word.startswith("-l") and len(word) > 2:
+                for suffix in (".so", ".a"):
+                    path = compiler_file(tool, f"lib{word[2:]}{suffix}")
+                    if path and os.path.exists(path):
+                        found.add(path)
+                        break
+                else:
+                    found.add(f"unresolved {word} ({' '.join(words[:3])} ...)")
+            elif word.startswith("/") and re.search(r"\.(so(\.[0-9.]+)?|a|o)$", word):
+                found.add(os.path.normpath(word))
     # What every C++ link reads without naming it.
     for tool in list(compilers):
         for name in ("libstdc++.so", "libgcc_s.so", "libc.so", "libm.so", "crt1.o"):
@@ -191,7 +225,7 @@ def main():
     used |= libraries
     used |= programs(source, build)
     if not any(p.endswith(".h") or p.endswith(".hpp") or "/include/" in p for p in used):
-        print(f"FAIL [deps]: no dependency files (*.d) with system headers in {build}: is it built?",
+        print(f"FAIL [deps]: no compile in {build} read a system header: is it built?",
               file=sys.stderr)
         return 1
     table = owners()
