@@ -135,6 +135,15 @@ bool NodeKeeper::collect_late(const NodeMap& nodes, std::vector<std::string>& la
   // heartbeats that came meanwhile may not be counted yet.
   const auto stall = std::max<Steady::duration>(seconds{2}, config_.heartbeat_timeout / 2);
   if (gap > stall) {
+    if (heard_.empty()) {
+      // No agent heard: no deadline to start again, so no event (a cluster
+      // without node agents would show stalls that changed nothing).
+      log::info(
+          "heartbeats: the controller stood still for {:.1f} s (no node agent heard: no deadline "
+          "to restart)",
+          as_seconds(gap));
+      return false;
+    }
     for (auto& [node, last] : heard_) last.at = now;
     const auto detail = fmt::format(
         "the controller stood still for {:.1f} s: every node's heartbeat deadline starts again",

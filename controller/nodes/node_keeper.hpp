@@ -7,7 +7,8 @@
 // own agent is heard) and silent for heartbeat_timeout, whose slurmd does
 // not answer a deep probe either, is marked FAIL with "Action:Replace
 // heartbeat: ..." (which the resume engine acts on at once). Guards: after
-// a stall of the controller itself every deadline starts again, and while
+// a stall of the controller itself every deadline starts again (a `stalled`
+// event, none while no agent is heard: no deadline to restart), and while
 // more than heartbeat_max_silent_percent of the nodes are silent at once
 // nothing is marked (the controller's own network is the likelier fault).
 //
@@ -175,7 +176,8 @@ class NodeKeeper {
   void watch_heartbeats(const NodeMap& nodes);
   void find_new(const NodeMap& nodes);
   // Where the heartbeats stand at one look (under mutex_); false after a
-  // stall of the controller (every deadline restarted).
+  // stall of the controller (every deadline restarted; a `stalled` event
+  // only when some node's agent is heard).
   bool collect_late(const NodeMap& nodes, std::vector<std::string>& late,
                     std::vector<std::string>& silent, std::size_t& heard);
   // Deep-probes silent nodes and marks those whose slurmd does not answer.

@@ -63,7 +63,8 @@ ControllerMetrics::ControllerMetrics() {
             "Node replacements given up (the provider failed every try).");
   r.counter("auto_resume_heartbeats_late_total", "Node agents' heartbeats found late.");
   r.counter("auto_resume_controller_stalls_total",
-            "Times the controller's own loop stalled (every heartbeat deadline restarted).");
+            "Times the controller's own loop stalled while node agents were heard (every heartbeat "
+            "deadline restarted).");
   r.counter("auto_resume_requests_total", "Requests answered, by op and outcome.",
             {"op", "outcome"});
   r.counter("auto_resume_provider_calls_total",
