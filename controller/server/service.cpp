@@ -429,7 +429,7 @@ proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t
 
 namespace {
 
-std::string step_key(const StoredStep& step) {
+std::string report_key(const StoredStep& step) {
   return fmt::format("{}#{}", step.step.run_id, step.step.attempt);
 }
 
@@ -475,14 +475,14 @@ proto::TasksExitedReply Service::do_tasks_exited(const proto::TasksExitedRequest
                                report.node_id, what, shortened(step->step.nodelist, 256))};
   const auto tasks = fmt::format("{} of {}: {} task{}, {} with a status other than 0", report.node,
                                  what, report.tasks, report.tasks == 1 ? "" : "s", report.failed);
-  if (exit_reports_.add(step_key(*step), report.node, report.clean(), hosts) &&
+  if (exit_reports_.add(report_key(*step), report.node, report.clean(), hosts) &&
       step->state == StepState::ended && decide_clean_end(*step))
     return {true, tasks + "; every node reported: no_fault"};
   return {true, tasks};
 }
 
 bool Service::decide_clean_end(StoredStep& step) {
-  const auto k = step_key(step);
+  const auto k = report_key(step);
   const auto hosts = hosts_of(step);
   if (!exit_reports_.all_clean(k, hosts)) return false;
   const auto message = fmt::format(

@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 
+#include "callers.hpp"
 #include "fakes.hpp"
 #include "full_store.hpp"
 #include "stderr_capture.hpp"
@@ -21,10 +22,11 @@ namespace {
 using namespace std::chrono_literals;
 using ar::proto::json;
 
-constexpr uid_t kOwner = 1000;
-constexpr uid_t kOther = 2000;
-constexpr uid_t kRoot = 0;
-constexpr uid_t kSlurmUser = 64030;
+using ar::test::kOther;
+using ar::test::kOwner;
+using ar::test::kRoot;
+using ar::test::kSlurmUser;
+using ar::test::outcome;
 
 struct ServiceRig : ar::test::Fakes {
   std::unique_ptr<ar::Store> store;
@@ -83,11 +85,6 @@ struct ServiceRig : ar::test::Fakes {
     return json::parse(service->handle(request, caller, peer));
   }
 };
-
-// "ok", or the error code.
-std::string outcome(const json& reply) {
-  return reply["ok"] == true ? "ok" : reply["error"]["code"].get<std::string>();
-}
 
 const char* caller_name(uid_t caller) {
   switch (caller) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "callers.hpp"
 #include "engine_rig.hpp"
 #include "resume/exit_reports.hpp"
 #include "server/service.hpp"
@@ -23,10 +24,11 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::Equals;
 using proto::json;
 
-constexpr uid_t kOwner = 1000;
-constexpr uid_t kOther = 2000;
-constexpr uid_t kRoot = 0;
-constexpr uid_t kSlurmUser = 64030;
+using ar::test::kOther;
+using ar::test::kOwner;
+using ar::test::kRoot;
+using ar::test::kSlurmUser;
+using ar::test::outcome;
 
 // node1-4 are the step's nodes 0-3.
 json report(const std::string& node, std::uint32_t failed = 0) {
@@ -59,10 +61,6 @@ struct ReportRig : ar::test::EngineRig {
     return ask("tasks_exited", report(node, failed), kRoot);
   }
 };
-
-std::string outcome(const json& reply) {
-  return reply["ok"] == true ? "ok" : reply["error"]["code"].get<std::string>();
-}
 
 }  // namespace
 
