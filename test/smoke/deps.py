@@ -145,8 +145,10 @@ def link_inputs(build):
 
 def programs(source, build):
     """The compilers and what the project's own find_program calls found."""
-    variables = {"CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "CMAKE_MAKE_PROGRAM", "CMAKE_AR",
-                 "CMAKE_RANLIB", "CMAKE_LINKER"}
+    # Not CMAKE_LINKER, CMAKE_AR and the like: CMake finds them whether or
+    # not a command runs them (with clang it finds ld.lld, and the compiler
+    # links with ld); the tools the commands run are counted there.
+    variables = {"CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER", "CMAKE_MAKE_PROGRAM"}
     for folder, subfolders, files in os.walk(source):
         # Not build folders in the tree, nor .git.
         subfolders[:] = [d for d in subfolders if not d.startswith((".", "build"))]
