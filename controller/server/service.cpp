@@ -315,6 +315,11 @@ StoredStep Service::owned_step(const std::string& run_id, std::uint32_t attempt,
 
 namespace {
 
+// The key of a step's node exit reports (ExitReports): its run and attempt.
+std::string report_key(const StoredStep& step) {
+  return fmt::format("{}#{}", step.step.run_id, step.step.attempt);
+}
+
 // The nodes the resume engine relaunches the step on, as it stored them.
 proto::VerdictReply::Relaunch relaunch_plan(const StoredStep& step) {
   const auto plan = step.repair.value("relaunch", json::object());
@@ -369,7 +374,7 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
     wake_();
   }
   if (step.state == StepState::decided) {
-    exit_reports_.forget(fmt::format("{}#{}", step.step.run_id, step.step.attempt));
+    exit_reports_.forget(report_key(step));
     reply.verdict = step.verdict;
     reply.message = step.message;
     if (step.verdict == Verdict::relaunch) reply.relaunch = relaunch_plan(step);
@@ -423,15 +428,11 @@ proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t
     wake_();
   }
   step = store_.find(step.step.run_id, step.step.attempt).value();
-  exit_reports_.forget(fmt::format("{}#{}", step.step.run_id, step.step.attempt));
+  exit_reports_.forget(report_key(step));
   return {step.step.run_id, step.step.attempt, step.verdict, step.message};
 }
 
 namespace {
-
-std::string report_key(const StoredStep& step) {
-  return fmt::format("{}#{}", step.step.run_id, step.step.attempt);
-}
 
 // The step's nodes as slurmctld listed them when it was registered; none
 // if that list cannot be read (then no report completes it).
