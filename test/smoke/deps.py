@@ -17,8 +17,12 @@ such package must be in scripts/bootstrap's list or in what they depend on
 or be Essential (on every Debian system) or what those depend on.
 Files under the source or build tree are the project's own.
 
-  deps.py SOURCE_DIR BUILD_DIR [--without PKG]...
+  deps.py SOURCE_DIR BUILD_DIR [--build-part] [--without PKG]...
 
+--build-part checks against the first part of bootstrap's list only (what
+`scripts/bootstrap --build` installs): scripts/test and scripts/demo build
+while the rest is still being installed, so the plain and sanitizer builds
+may use nothing else. (The fuzz build runs later: clang is in the rest.)
 --without PKG checks against bootstrap's list less PKG: with a package the
 build needs, the check must fail and name it (the test of this test).
 Exits 0 when every file is accounted for, 1 naming each one that is not, 2
@@ -204,12 +208,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source")
     parser.add_argument("build")
+    parser.add_argument("--build-part", action="store_true")
     parser.add_argument("--without", action="append", default=[], metavar="PKG")
     args = parser.parse_args()
     source, build = os.path.realpath(args.source), os.path.realpath(args.build)
     if not os.path.isfile(os.path.join(build, "CMakeCache.txt")):
         fail_usage(f"'{args.build}' is no configured build folder (no CMakeCache.txt)")
-    listed = [p for p in run([os.path.join(source, "scripts", "bootstrap"), "--list"]).split()]
+    part = ["--build"] if args.build_part else []
+    listed = run([os.path.join(source, "scripts", "bootstrap"), "--list"] + part).split()
     for package in args.without:
         if package not in listed:
             fail_usage(f"--without {package}: scripts/bootstrap does not list it")
@@ -245,7 +251,8 @@ def main():
             missing.setdefault("no Debian package", []).append(path)
         elif not packages & allowed:
             missing.setdefault(" or ".join(sorted(packages)), []).append(path)
-    without = f" (less {', '.join(args.without)})" if args.without else ""
+    without = " (its --build part)" if args.build_part else ""
+    without += f" (less {', '.join(args.without)})" if args.without else ""
     if missing:
         for package, files in sorted(missing.items()):
             shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
