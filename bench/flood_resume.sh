@@ -57,9 +57,11 @@ NAME=flood_resume
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # The flood's python must be one that nobody can run (not a pyenv shim in
-# root's home).
+# root's home), and its script a copy nobody can read (a clone under /root,
+# mode 700 on a fresh machine, is closed to other users).
+install -m 644 "$repo/test/integration/flood.py" "$dir/flood.py"
 flood_cmd=(setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3
-  "$repo/test/integration/flood.py" --source "$source")
+  "$dir/flood.py" --source "$source")
 # (no connection: it checks that it runs and can bind the source address)
 "${flood_cmd[@]}" --deadline 1 0 0 >/dev/null || bad "the flood cannot run as nobody from $source (see above)"
 flood_pid=""

@@ -6,11 +6,12 @@
 # with SIGKILL.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
+share_with_users  # users A and B run the CLI and wire.py
 
 cluster_up --nodes 2
 controller_up
 cd "$WORK" || exit
-wire() { python3 "$AR_SOURCE_DIR/test/integration/wire.py" "$CONTROLLER_PORT" "$@"; }
+wire() { python3 "$TEST_TOOLS/wire.py" "$CONTROLLER_PORT" "$@"; }
 json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 # step_values KEY: the sorted KEY of every step in a `status --json` on stdin.
 step_values() {
@@ -59,7 +60,7 @@ cursor=$(sed -n 's/^auto-resume: more to list: add --before \([0-9]*\)$/\1/p' mo
 [[ -n $cursor ]] || fail "no cursor after --limit 1: $(cat more.err)"
 assert_eq "$("$AR_CLI" status --before "$cursor" --json | step_values job_id)" "[$job]" \
   "the steps before the cursor"
-as_b /usr/bin/python3 "$AR_SOURCE_DIR/test/integration/wire.py" "$CONTROLLER_PORT" @hello \
+as_b /usr/bin/python3 "$TEST_TOOLS/wire.py" "$CONTROLLER_PORT" @hello \
   "@req:$(register_body "$a_job")" >b_register.out
 assert_contains b_register.out "uid 4242" "user B's session"
 assert_contains b_register.out '"code":"forbidden"' "user B registering user A's job"
@@ -118,7 +119,7 @@ print(s.makefile().readline().strip() or "<closed>", flush=True)' "$CONTROLLER_P
 on_exit "touch $WORK/bystander.go"  # a failed test does not wait for it
 read -r -t 30 -u 3 line || fail "the bystander client did not connect"
 assert_eq "$line" connected "the bystander client"
-timeout 10 python3 "$AR_SOURCE_DIR/test/integration/wire.py" "$CONTROLLER_PORT" @hello @big:140000 @hello >big.out ||
+timeout 10 python3 "$TEST_TOOLS/wire.py" "$CONTROLLER_PORT" @hello @big:140000 @hello >big.out ||
   fail "a client was not answered within 10 s while another held its connection mid-line"
 assert_contains <(sed -n 2p big.out) '"code":"too_large"' "a 140000-byte line"
 assert_eq "$(sed -n 3p big.out)" "<closed>" "the connection after an oversized line"

@@ -7,6 +7,7 @@
 # refusals are logged once per interval, not once each.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
+share_with_users  # the flood runs as nobody
 
 cluster_up --nodes 1
 CONTROLLER_NOFILE=1024 CONTROLLER_CONF=$'auth_timeout=1\nmax_unauthenticated=32\nend_window=1' \
@@ -15,13 +16,13 @@ cd "$WORK" || exit
 mkdir shared && chmod 777 shared
 as_a() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 as_b() { setpriv --reuid=4242 --regid=4242 --clear-groups "$@"; }
-flood() { python3 "$AR_SOURCE_DIR/test/integration/flood.py" "$@"; }
+flood() { python3 "$TEST_TOOLS/flood.py" "$@"; }
 
 # Without a flood: idle connections are closed once auth_timeout is over.
 closed=$(flood --deadline "$CONTROLLER_PORT" 10 6)
 assert_eq "$closed" "closed 10" "idle connections closed within 6 s (auth_timeout=1)"
 
-exec 3< <(as_a /usr/bin/python3 "$AR_SOURCE_DIR/test/integration/flood.py" "$CONTROLLER_PORT" 1100 \
+exec 3< <(as_a /usr/bin/python3 "$TEST_TOOLS/flood.py" "$CONTROLLER_PORT" 1100 \
   "$WORK/flood.stop")
 on_exit "touch $WORK/flood.stop"
 read -r -t 60 -u 3 line || fail "the flood did not start"

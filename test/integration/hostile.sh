@@ -157,7 +157,7 @@ stays_calm() {
 # Jobs. hold.sh NAME: each task adds a line to NAME.started, then waits for
 # NAME.finish (at most 240 s).
 make_scripts() {
-  cp "$AR_SOURCE_DIR/test/integration/wire.py" "$WORK/wire.py"
+  cp "$TEST_TOOLS/wire.py" "$WORK/wire.py"
   cat >"$WORK/hold.sh" <<'SCRIPT'
 #!/bin/bash
 echo "attempt=${AUTO_RESUME_ATTEMPT:-none} rank=$SLURM_PROCID node=$SLURMD_NODENAME" >>"$1.started"
@@ -443,6 +443,7 @@ _exit_and_remove_users() {
 }
 trap _exit_and_remove_users EXIT
 users_up
+share_with_users
 cluster_up --nodes 5
 CONTROLLER_CONF=$'end_window=1\nbackoff=1' controller_up
 cd "$WORK" || exit

@@ -123,6 +123,30 @@ WRAPPER
   PATH=$WORK/bin:$PATH
 fi
 
+# The folder of test/integration's Python helpers (wire.py, flood.py).
+TEST_TOOLS=$AR_SOURCE_DIR/test/integration
+
+# share_with_users: for a test that runs programs as other users (nobody,
+# its own users), before its cluster and controller start. Those users may
+# not reach the build at all: a clone under /root (mode 700 on a fresh
+# Debian machine, where root clones as root) is closed to them. So the
+# plugin, the CLI, the controller with its submit helper (which it runs as
+# a job's owner, from its own folder) and the Python helpers are copied
+# into $WORK/public, open to all, and AR_PLUGIN, AR_CLI, AR_DAEMON and
+# TEST_TOOLS name the copies.
+share_with_users() {
+  local public=$WORK/public
+  mkdir -m 755 "$public" "$public/py"
+  cp "$AR_PLUGIN" "$AR_CLI" "$public/"
+  cp "${AR_DAEMON:?}" "$(dirname "$AR_DAEMON")/auto-resume-submit" "$public/"
+  cp "$TEST_TOOLS"/*.py "$public/py/"
+  chmod -R a+rX "$public"
+  AR_PLUGIN=$public/$(basename "$AR_PLUGIN")
+  AR_CLI=$public/$(basename "$AR_CLI")
+  AR_DAEMON=$public/$(basename "$AR_DAEMON")
+  TEST_TOOLS=$public/py
+}
+
 # cluster_up_at DIR [scripts/cluster up options...]: start a cluster with the
 # built plugin under DIR.
 cluster_up_at() {

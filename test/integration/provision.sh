@@ -16,6 +16,7 @@
 # b's lifecycle script), and that a user may not use them.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
+share_with_users  # nobody runs the CLI
 
 host=$(hostname -s)
 slots=$WORK/slots.conf

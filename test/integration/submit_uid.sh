@@ -7,6 +7,7 @@
 # relaunched on the grown job and completes.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
+share_with_users  # nobody's job, and the submit helper run as nobody
 
 cluster_up --nodes 3 --conf-line JobSubmitPlugins=logging
 CONTROLLER_CONF=$'end_window=1\nbackoff=1' controller_up
