@@ -81,14 +81,14 @@ request_as() {
   local who=$1
   shift
   if [[ $who == root ]]; then
-    python3 "$WORK/wire.py" --requests "$CONTROLLER_PORT" "$1 $2"
+    python3 "$TEST_TOOLS/wire.py" --requests "$CONTROLLER_PORT" "$1 $2"
   else
-    as "$who" "$USER_PYTHON" "$WORK/wire.py" --requests "$CONTROLLER_PORT" "$1 $2"
+    as "$who" "$USER_PYTHON" "$TEST_TOOLS/wire.py" --requests "$CONTROLLER_PORT" "$1 $2"
   fi
 }
 # requests_as WHO <LINES: each line "OP FIELDS" on one connection, signed by
 # WHO; prints one reply line per request.
-requests_as() { as "$1" "$USER_PYTHON" "$WORK/wire.py" --requests "$CONTROLLER_PORT"; }
+requests_as() { as "$1" "$USER_PYTHON" "$TEST_TOOLS/wire.py" --requests "$CONTROLLER_PORT"; }
 
 # register_fields JOB STEP RUN [NODELIST [ARGV_JSON [CWD]]]: a register's fields.
 register_fields() {
@@ -157,7 +157,6 @@ stays_calm() {
 # Jobs. hold.sh NAME: each task adds a line to NAME.started, then waits for
 # NAME.finish (at most 240 s).
 make_scripts() {
-  cp "$TEST_TOOLS/wire.py" "$WORK/wire.py"
   cat >"$WORK/hold.sh" <<'SCRIPT'
 #!/bin/bash
 echo "attempt=${AUTO_RESUME_ATTEMPT:-none} rank=$SLURM_PROCID node=$SLURMD_NODENAME" >>"$1.started"
@@ -173,7 +172,7 @@ SCRIPT
 srun --auto-resume=1 $WORK/hold.sh "\$1"
 echo "srun exit \$?"
 SCRIPT
-  chmod 755 "$WORK/wire.py" "$WORK/hold.sh" "$WORK/protected.sh"
+  chmod 755 "$WORK/hold.sh" "$WORK/protected.sh"
 }
 # submit WHO NAME NODES [protected]: a job of WHO on NODES running hold.sh
 # NAME (under WORK/<user>/) in one step, protected or plain; prints its id.

@@ -251,17 +251,17 @@ def main():
             missing.setdefault("no Debian package", []).append(path)
         elif not packages & allowed:
             missing.setdefault(" or ".join(sorted(packages)), []).append(path)
-    without = " (its --build part)" if args.build_part else ""
-    without += f" (less {', '.join(args.without)})" if args.without else ""
+    scope = " (its --build part)" if args.build_part else ""
+    scope += f" (less {', '.join(args.without)})" if args.without else ""
     if missing:
         for package, files in sorted(missing.items()):
             shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
             print(f"FAIL [deps]: the build used {shown}, from {package}, which is neither in "
-                  f"scripts/bootstrap's list{without} nor Essential, nor among what those depend on",
+                  f"scripts/bootstrap's list{scope} nor Essential, nor among what those depend on",
                   file=sys.stderr)
         return 1
     print(f"deps: {checked} system files the build used, each from a package of scripts/bootstrap's "
-          f"{len(listed)}{without}, Debian's {len(essential)} Essential ones or what they depend on "
+          f"{len(listed)}{scope}, Debian's {len(essential)} Essential ones or what they depend on "
           f"({len(allowed)} packages)")
     return 0
 

@@ -2,8 +2,9 @@
 # Every system header, library and program the finished build used comes
 # from a package `scripts/bootstrap --build` installs (or what those depend
 # on): test/smoke/deps.py. (scripts/test and scripts/demo build while the
-# rest of bootstrap's list is still being installed.) And the check can fail: against bootstrap's list less
-# libssl-dev (the headers of the protocol's HMAC), it must name libssl-dev.
+# rest of bootstrap's list is still being installed.) And the check can
+# fail: against that list less libssl-dev (the headers of the protocol's
+# HMAC), it must name libssl-dev.
 #   deps.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 (($# == 2)) || { echo "usage: deps.sh SOURCE_DIR BUILD_DIR" >&2; exit 2; }
