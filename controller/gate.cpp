@@ -72,7 +72,26 @@ std::optional<std::string> Gate::held_locked() const {
 
 std::optional<std::string> Gate::held() {
   std::lock_guard lock(mutex_);
+  expire_locked();
   return held_locked();
+}
+
+void Gate::expire_locked() {
+  const auto it = flags_.find(kTripped);
+  if (it == flags_.end() || config_.breaker_reset_after.count() == 0) return;
+  const auto after = config_.breaker_reset_after.count() / 1000;
+  const auto quiet_since = std::max(last_held_, it->second.value("at", std::int64_t{0}));
+  if (clock_.unix_now() - quiet_since < after) return;
+  const auto detail = fmt::format(
+      "the circuit breaker reset itself: nothing was held back for breaker_reset_after={} s; the "
+      "counts start again from 0{}",
+      after,
+      config_.mode == ActionMode::observe ? " (mode=observe still holds)"
+      : flags_.contains(kPaused)          ? " (the pause still holds)"
+                                          : "; the controller acts again");
+  log::warn("breaker: {}", detail);
+  store_.forget_actions();
+  change({{kTripped, std::nullopt}}, EventKind::actions_resumed, 0, detail);
 }
 
 std::uint32_t Gate::counted(Counted kind) {
@@ -87,7 +106,11 @@ unsigned Gate::limit(Counted kind) const {
 
 bool Gate::allow(Counted kind, const std::vector<std::string>& nodes) {
   std::lock_guard lock(mutex_);
-  if (held_locked()) return false;
+  expire_locked();
+  if (const auto why = held_locked()) {
+    if (*why == "breaker") last_held_ = clock_.unix_now();
+    return false;
+  }
   if (nodes.empty()) return true;
   const auto done = counted(kind);
   if (done + nodes.size() > limit(kind)) {
@@ -98,14 +121,26 @@ bool Gate::allow(Counted kind, const std::vector<std::string>& nodes) {
   return true;
 }
 
+void Gate::settled(Counted kind, const std::vector<std::string>& nodes) {
+  if (nodes.empty()) return;
+  std::lock_guard lock(mutex_);
+  store_.settle_actions(name_of(kind), nodes);
+}
+
 void Gate::trip(Counted kind, std::uint32_t done, const std::vector<std::string>& nodes) {
   const auto& setting =
       kind == Counted::mark ? config_.max_marks_per_hour : config_.max_replacements_per_hour;
+  const auto reset = config_.breaker_reset_after.count() / 1000;
   const auto detail = fmt::format(
-      "the circuit breaker tripped on node {}s: {} within the last hour and {} more now ({}) "
-      "would pass {}={}{}; the controller acts on nothing until auto-resume resume-actions",
+      "the circuit breaker tripped on node {}s: {} within the last hour whose repair has not "
+      "succeeded and {} more now ({}) would pass {}={}{}; the controller acts on nothing until "
+      "auto-resume resume-actions{}",
       name_of(kind), done, nodes.size(), listed(nodes), setting_of(kind), setting.str(),
-      setting.percent ? fmt::format(" ({} of {} nodes)", limit(kind), nodes_) : "");
+      setting.percent ? fmt::format(" ({} of {} nodes)", limit(kind), nodes_) : "",
+      reset > 0 ? fmt::format(
+                      ", or by itself after breaker_reset_after={} s with nothing held back", reset)
+                : "");
+  last_held_ = clock_.unix_now();
   log::warn("breaker: {}", detail);
   change(
       {{kTripped,
@@ -210,8 +245,20 @@ std::string Gate::resume_actions(uid_t by) {
   return detail;
 }
 
+Gate::Breaker Gate::breaker() {
+  std::lock_guard lock(mutex_);
+  expire_locked();
+  const auto it = flags_.find(kTripped);
+  if (it == flags_.end()) return {};
+  if (config_.breaker_reset_after.count() == 0) return {true, -1};
+  const auto quiet_since = std::max(last_held_, it->second.value("at", std::int64_t{0}));
+  const auto left = quiet_since + config_.breaker_reset_after.count() / 1000 - clock_.unix_now();
+  return {true, std::max<std::int64_t>(left, 0)};
+}
+
 proto::GuardState Gate::state() {
   std::lock_guard lock(mutex_);
+  expire_locked();
   proto::GuardState out;
   out.mode = std::string(to_string(config_.mode));
   if (const auto it = flags_.find(kPaused); it != flags_.end()) {

@@ -9,8 +9,10 @@
 //  - the circuit breaker is tripped: more node marks (FAIL or DOWN set by the
 //    controller) or node replacements (the provider asked to replace a node)
 //    within the last hour than max_marks_per_hour or
-//    max_replacements_per_hour allow; it stays tripped until
-//    `auto-resume resume-actions`.
+//    max_replacements_per_hour allow, not counting those whose repair
+//    succeeded (settled: the step relaunched, the node back in service); it
+//    stays tripped until `auto-resume resume-actions`, or until
+//    breaker_reset_after has passed with nothing held back.
 // The pause, the tripped breaker and the counted actions are in the store:
 // a restarted controller holds back as the last one did.
 //
@@ -66,6 +68,10 @@ class Gate {
   // may; trips the breaker (an event, a log line) when they would go past
   // the limit.
   bool allow(Counted kind, const std::vector<std::string>& nodes);
+  // The repair of `nodes` succeeded (the step they failed runs again, the
+  // node is back in service): their last counted action of `kind` no
+  // longer counts toward the breaker.
+  void settled(Counted kind, const std::vector<std::string>& nodes);
 
   // What the controller would have done ("mark node3 FAIL, ..."): said
   // once while the subject's words (or the step's `episode`: its failed
@@ -87,9 +93,22 @@ class Gate {
   std::string unpause(uid_t by);
   std::string resume_actions(uid_t by);
   proto::GuardState state();
+  // The breaker for the metrics: whether it is tripped, and the seconds
+  // until it resets itself if nothing is held back meanwhile (-1: only
+  // auto-resume resume-actions resets it; 0 when not tripped).
+  struct Breaker {
+    bool tripped = false;
+    std::int64_t resets_in = 0;
+  };
+  Breaker breaker();
 
  private:
   std::optional<std::string> held_locked() const;
+  // A breaker tripped for breaker_reset_after with nothing held back since
+  // resets itself (an event says so).
+  void expire_locked();
+  // When the breaker last held something back (or tripped).
+  std::int64_t last_held_ = 0;
   // Actions of `kind` counted within the last hour (resume_actions forgets
   // those before it).
   std::uint32_t counted(Counted kind);

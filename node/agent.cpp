@@ -219,11 +219,14 @@ int send_heartbeats(const Options& options, const ar::Endpoint& endpoint,
       client.emplace(ar::ClientOptions{endpoint, timeout, options.munge_socket,
                                        options.controller_uid, source});
     }
-    auto reply = client->send(ar::proto::HeartbeatRequest{options.node, stopping, {}});
+    ar::proto::HeartbeatRequest beat{options.node, stopping, {}};
+    beat.interval_ms = static_cast<std::uint32_t>(interval.count());
+    auto reply = client->send(beat);
     // Cross-checks: the nodes the controller cannot reach are probed from
     // here, and what was found goes back at once (a few rounds at most).
     for (int round = 0; round < 3 && !stopping && !reply.probe.empty(); ++round) {
       ar::proto::HeartbeatRequest found{options.node, false, {}};
+      found.interval_ms = beat.interval_ms;
       for (const bool deep : {false, true}) {
         std::vector<ar::ProbeTarget> targets;
         std::vector<std::string> names;

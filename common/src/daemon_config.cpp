@@ -62,7 +62,8 @@ constexpr std::string_view kKnownKeys =
     "heartbeat_max_silent_percent, heartbeat_bind, spares, register_timeout, retention, "
     "auth_timeout, "
     "max_unauthenticated, max_user_connections, reserved_fds, privileged_connections, "
-    "mode, max_marks_per_hour, max_replacements_per_hour, node_provisioning, groups_dir, "
+    "mode, max_marks_per_hour, max_replacements_per_hour, breaker_reset_after, "
+    "node_provisioning, groups_dir, "
     "provision_command, provision_timeout, max_parallel_creates, create_backoff, "
     "create_alert_after, capacity_backoff, max_bootstrap_failures, min_count_timeout, "
     "lifecycle_log_dir, orphan_timeout, slurm_conf, slurm_conf_include, "
@@ -249,6 +250,10 @@ bool apply_guard(DaemonConfig& config, const std::string& key, const std::string
     config.max_marks_per_hour = parse_limit(key, value);
   } else if (key == "max_replacements_per_hour") {
     config.max_replacements_per_hour = parse_limit(key, value);
+  } else if (key == "breaker_reset_after") {
+    config.breaker_reset_after = value == "0"
+                                     ? std::chrono::milliseconds{0}
+                                     : parse_seconds(key, value, std::chrono::hours{24 * 30});
   } else {
     return false;
   }
@@ -446,7 +451,8 @@ std::string render(const DaemonConfig& config) {
       << "privileged_connections=" << config.privileged_connections << "\n"
       << "mode=" << to_string(config.mode) << "\n"
       << "max_marks_per_hour=" << config.max_marks_per_hour.str() << "\n"
-      << "max_replacements_per_hour=" << config.max_replacements_per_hour.str() << "\n";
+      << "max_replacements_per_hour=" << config.max_replacements_per_hour.str() << "\n"
+      << "breaker_reset_after=" << seconds_text(config.breaker_reset_after) << "\n";
   if (config.provider == ProviderKind::spares) out << "spares=" << config.spares << "\n";
   if (!config.heartbeat_bind.empty()) {
     out << "heartbeat_bind=";

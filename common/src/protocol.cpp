@@ -491,6 +491,7 @@ CancelReply CancelReply::from_json(const json& result) {
 json HeartbeatRequest::to_json() const {
   json body{{"node", node}};
   if (stopping) body["stopping"] = true;
+  if (interval_ms != 0) body["interval_ms"] = interval_ms;
   if (!peers.empty()) {
     body["peers"] = json::object();
     for (const auto& [name, result] : peers) body["peers"][name] = std::string(to_string(result));
@@ -500,6 +501,12 @@ json HeartbeatRequest::to_json() const {
 
 HeartbeatRequest HeartbeatRequest::from_json(const json& body) {
   HeartbeatRequest request{get_node_name(body, "node"), get_bool(body, "stopping", false), {}};
+  request.interval_ms = get_u32(body, "interval_ms", 0);
+  if (body.contains("interval_ms") &&
+      (request.interval_ms < kMinHeartbeatInterval || request.interval_ms > kMaxHeartbeatInterval))
+    bad("'interval_ms' is " + std::to_string(request.interval_ms) + ": expected " +
+        std::to_string(kMinHeartbeatInterval) + " to " + std::to_string(kMaxHeartbeatInterval) +
+        " (milliseconds between heartbeats)");
   if (!body.contains("peers")) return request;
   const auto& peers = body["peers"];
   if (!peers.is_object()) bad("'peers' must be an object of node names and probe results");

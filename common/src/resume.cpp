@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdio>
 #include <utility>
 
 #include "autoresume/srun_args.hpp"
@@ -64,27 +65,40 @@ std::optional<int> verdict_exit_status(Verdict verdict) {
   }
 }
 
-std::optional<std::string> node_fault(const NodeHealth& node, unsigned probes_needed) {
-  if (!node.known) return "it is no longer known to slurmctld";
+NodeLook look_at(const NodeHealth& node) {
+  if (!node.known) return {"it is no longer known to slurmctld", {}};
   const auto reason = node.reason.empty() ? std::string() : " (" + node.reason + ")";
-  if (!node.in_job) {
-    // Slurm dropped it (--no-kill) or the job's user shrank the job: only
-    // Slurm's word that it is unhealthy makes it a fault.
-    if (node.down) return "it left the job's allocation and is DOWN" + reason;
-    if (node.not_responding)
-      return std::string("it left the job's allocation and its slurmd is not responding");
-    if (node.fail) return "it left the job's allocation and is FAIL" + reason;
-    return std::nullopt;
-  }
-  if (node.down) return "it is DOWN" + reason;
-  if (node.not_responding) return std::string("its slurmd is not responding");
-  if (probes_needed > 0 && node.failed_probes >= probes_needed)
-    return "its slurmd did not answer " + std::to_string(node.failed_probes) + " probes in a row";
+  // Slurm dropped it (--no-kill) or the job's user shrank the job: only
+  // Slurm's word that it is unhealthy, or suspicion, makes it a fault.
+  const std::string left = node.in_job ? "" : "it left the job's allocation and ";
+  if (node.down) return {left + (node.in_job ? "it " : "") + "is DOWN" + reason, {}};
+  if (!node.in_job && node.fail) return {left + "is FAIL" + reason, {}};
   constexpr std::string_view kReplace = "Action:Replace";
-  if (node.fail && node.reason.starts_with(kReplace) &&
+  if (node.in_job && node.fail && node.reason.starts_with(kReplace) &&
       node.reason.find(':', kReplace.size()) != std::string::npos)
-    return std::string(kCheckFailed) + node.reason;
-  return std::nullopt;
+    return {std::string(kCheckFailed) + node.reason, {}};
+  std::vector<std::string> signs;
+  if (node.not_responding) signs.emplace_back("its slurmd is not responding");
+  if (!node.probes_silent.empty()) signs.push_back(node.probes_silent);
+  if (signs.empty()) return {};
+  auto why = left + signs.front();
+  for (std::size_t i = 1; i < signs.size(); ++i) why += "; " + signs[i];
+  std::array<char, 32> age{};
+  std::snprintf(age.data(), age.size(), "%.1f s", node.agent_age);
+  const std::string seconds = age.data();
+  if (node.crowd)
+    return {{}, why + ", but too many nodes are suspected at once: not taken for that alone"};
+  switch (node.agent) {
+    case AgentView::beating:
+      return {{},
+              why + ", but its own agent's last heartbeat came " + seconds +
+                  " ago: watched, not taken"};
+    case AgentView::silent:
+      return {why + "; its own agent has been silent for " + seconds, {}};
+    case AgentView::none:
+      break;
+  }
+  return {why, {}};  // no agent on it to say otherwise
 }
 
 bool silent_crowd(std::size_t silent, std::size_t heard, unsigned max_percent) {

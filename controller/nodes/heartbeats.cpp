@@ -24,7 +24,8 @@ double as_seconds(Clock::Steady::duration d) { return std::chrono::duration<doub
 
 }  // namespace
 
-void NodeKeeper::heartbeat(const std::string& node, bool stopping, const std::string& peer) {
+void NodeKeeper::heartbeat(const std::string& node, bool stopping, const std::string& peer,
+                           std::chrono::milliseconds interval) {
   check_origin(node, peer);
   std::lock_guard lock(mutex_);
   if (stopping) {
@@ -32,7 +33,25 @@ void NodeKeeper::heartbeat(const std::string& node, bool stopping, const std::st
     return;
   }
   const auto known = known_.find(node);
-  heard_[node] = {clock_.now(), known == known_.end() ? 0 : known->second.instance};
+  heard_[node] = {clock_.now(), known == known_.end() ? 0 : known->second.instance,
+                  interval.count() > 0 ? interval : milliseconds{proto::kDefaultHeartbeatInterval}};
+}
+
+NodeKeeper::Life NodeKeeper::life_of(const std::string& node) {
+  std::lock_guard lock(mutex_);
+  const auto it = heard_.find(node);
+  if (it == heard_.end()) return {};
+  const auto age = clock_.now() - it->second.at;
+  // A fresh heartbeat is the host's life, whatever slurmd instance it came
+  // under (one restarting registers anew before the agent's next beat).
+  if (age <= 2 * it->second.interval + seconds{1}) return {AgentView::beating, as_seconds(age)};
+  // The silence of an older instance's agent (the node rebooted or was
+  // replaced since) says nothing of this one.
+  const auto known = known_.find(node);
+  if (known != known_.end() && known->second.instance != 0 && it->second.instance != 0 &&
+      known->second.instance != it->second.instance)
+    return {};
+  return {AgentView::silent, as_seconds(age)};
 }
 
 void NodeKeeper::check_origin(const std::string& node, const std::string& peer) {
@@ -154,11 +173,14 @@ bool NodeKeeper::collect_late(const NodeMap& nodes, std::vector<std::string>& la
   }
   // A node back as a new instance (replaced, rebooted): the silence of the
   // old one's agent is not held against it; it is watched again once its
-  // own agent is heard.
+  // own agent is heard. A heartbeat still fresh stays (a restarted slurmd
+  // registers before the agent's next beat: life_of counts it).
   std::erase_if(heard_, [&](const auto& entry) {
     const auto it = nodes.find(entry.first);
+    const auto fresh = std::min<Steady::duration>(2 * entry.second.interval + seconds{1},
+                                                  config_.heartbeat_timeout / 2);
     return it != nodes.end() && it->second->slurmd_start_time != 0 &&
-           it->second->slurmd_start_time != entry.second.instance;
+           it->second->slurmd_start_time != entry.second.instance && now - entry.second.at > fresh;
   });
   // Late: past half the timeout. The crowd guard counts late nodes, so that
   // when every agent falls silent at once (the controller's network) the

@@ -395,6 +395,8 @@ bool NodeKeeper::advance_returning(NodeRepair& repair, const slurm::NodeInfo& no
                   ours && !short_of.empty() ? ", kept as a spare of " + join(short_of, ",") : "")};
   log::audit(asker_of(repair), name_of(event.kind), event.detail);
   store_.remove_node_repair(name, event);
+  // A replacement that succeeded no longer counts toward the breaker.
+  if (repair.attempts > 0) gate_.settled(Gate::Counted::replacement, {name});
   return true;
 }
 

@@ -48,6 +48,7 @@
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/process.hpp"
 #include "autoresume/protocol.hpp"
+#include "autoresume/resume.hpp"
 #include "gate.hpp"
 #include "log.hpp"
 #include "nodes/origin.hpp"
@@ -87,7 +88,22 @@ class NodeKeeper {
   // std::invalid_argument for a node slurmctld does not know, and
   // HeartbeatRefused before the first look at the nodes or when `peer` is
   // not one of the node's addresses (origin.hpp).
-  void heartbeat(const std::string& node, bool stopping, const std::string& peer);
+  // `interval`: the agent's own, as it says (zero: it does not say, the
+  // default 2 s is assumed).
+  void heartbeat(const std::string& node, bool stopping, const std::string& peer,
+                 std::chrono::milliseconds interval = {});
+
+  // The evidence of life (any thread): what `node`'s own agent says of it
+  // now. beating: its last heartbeat came within two of its intervals and
+  // a second (under any slurmd instance: a restarted slurmd registers
+  // before the agent's next beat); none: no agent heard since the
+  // controller started (or it said goodbye), or only the agent of an
+  // older instance, silent since; silent otherwise.
+  struct Life {
+    AgentView view = AgentView::none;
+    double age = 0;  // seconds since its last heartbeat (beating, silent)
+  };
+  Life life_of(const std::string& node);
 
   // An admin's `auto-resume replace` (any thread): wait (running jobs
   // finish first), now (protected steps are resumed elsewhere at once) or
@@ -217,6 +233,7 @@ class NodeKeeper {
   struct Heard {
     Steady::time_point at;
     std::int64_t instance = 0;
+    std::chrono::milliseconds interval{proto::kDefaultHeartbeatInterval};
   };
   std::map<std::string, Heard> heard_;
   bool looked_ = false;                       // known_ is filled once

@@ -121,6 +121,8 @@ void Engine::tick() {
   if (steps.empty()) {
     for (const auto& [host, count] : failed_probes_) keeper_.forget_peers(host);
     failed_probes_.clear();
+    suspects_.clear();
+    suspect_crowd_ = suspect_crowd_said_ = false;
     step_nodes_.clear();
     job_hosts_.clear();
     said_old_step_.clear();
@@ -131,6 +133,9 @@ void Engine::tick() {
     last_probe_ = clock_.now();
     probe(steps, nodes);
   }
+  auto watched = protected_nodes;
+  for (const auto& [k, hosts] : job_hosts_) watched.insert(hosts.begin(), hosts.end());
+  weigh_suspicion(watched, nodes);
   for (auto& step : steps) {
     const auto k = key(step);
     try {
@@ -310,14 +315,70 @@ NodeHealth Engine::health_of(const std::string& host, bool in_job, const NodeMap
   return health;
 }
 
-std::optional<std::string> Engine::fault_of(const std::string& host, const NodeHealth& health) {
-  // Slurm's word first; the probes' only once cross-checked.
-  if (auto why = node_fault(health, config_.probe_failures)) return why;
+void Engine::weigh_suspicion(const std::set<std::string>& watched, const NodeMap& nodes) {
+  std::size_t suspected = 0;
+  std::vector<std::string> named;
+  for (const auto& host : watched) {
+    const auto it = nodes.find(host);
+    const bool flagged = it != nodes.end() && it->second->not_responding;
+    const bool worse = it != nodes.end() && (it->second->down || it->second->fail);
+    const auto probes = failed_probes_.find(host);
+    const bool silent = config_.probe_failures > 0 && probes != failed_probes_.end() &&
+                        probes->second >= config_.probe_failures;
+    if ((flagged || silent) && !worse) {
+      ++suspected;
+      named.push_back(host);
+    }
+    // The episode ends once the node is well again (not once Slurm takes
+    // it: a verdict Slurm brings about then says it had been suspected).
+    if (!flagged && !silent && !worse && !missed_probe(host) && suspects_.erase(host) > 0) {
+      const auto detail = fmt::format("{}: its slurmd answers again: no longer suspected", host);
+      log::info("evidence: {}", detail);
+      store_.add_node_event(host, {EventKind::suspect_cleared, detail});
+    }
+  }
+  suspect_crowd_ = silent_crowd(suspected, watched.size(), config_.probe_max_silent_percent);
+  if (suspect_crowd_ && !suspect_crowd_said_) {
+    const auto detail = fmt::format(
+        "{} of the {} nodes under protected steps are suspected at once ({}: Slurm's not "
+        "responding or the probes' silence; more than probe_max_silent_percent={}): a network or "
+        "slurmctld event is the likelier cause; none is taken on suspicion alone until fewer are "
+        "(Slurm's DOWN and health checks' marks still count)",
+        suspected, watched.size(), join(named, ","), config_.probe_max_silent_percent);
+    log::warn("evidence: {}", detail);
+    store_.add_node_event("", {EventKind::suspect_crowd, detail});
+  }
+  suspect_crowd_said_ = suspect_crowd_;
+}
+
+void Engine::suspect(const std::string& host, const std::string& why) {
+  if (!suspects_.emplace(host, why).second) return;
+  const auto detail = fmt::format("{}: {}", host, why);
+  log::info("evidence: {}", detail);
+  store_.add_node_event(host, {EventKind::suspected, detail});
+}
+
+std::string Engine::suspects_note(const StoredStep& step) {
+  std::vector<std::string> said;
+  for (const auto& host : step_hosts(step))
+    if (const auto it = suspects_.find(host); it != suspects_.end())
+      said.push_back(fmt::format("{}: {}", host, it->second));
+  if (said.empty()) return "";
+  return fmt::format(" (Slurm's own doing: the controller had not taken {})", join(said, "; "));
+}
+
+std::optional<std::string> Engine::fault_of(const std::string& host, NodeHealth health) {
   const auto probes = failed_probes_.find(host);
-  if (config_.probe_failures == 0 || probes == failed_probes_.end() ||
-      probes->second < config_.probe_failures)
-    return std::nullopt;
-  return probe_fault(host, probes->second);
+  if (config_.probe_failures > 0 && probes != failed_probes_.end() &&
+      probes->second >= config_.probe_failures)
+    if (auto why = probe_fault(host, probes->second)) health.probes_silent = std::move(*why);
+  const auto life = keeper_.life_of(host);
+  health.agent = life.view;
+  health.agent_age = life.age;
+  health.crowd = suspect_crowd_;
+  auto look = look_at(health);
+  if (look.suspect) suspect(host, *look.suspect);
+  return std::move(look.fault);
 }
 
 proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
@@ -329,7 +390,8 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, co
     const auto health = health_of(host, contains(job.hosts, host), nodes, instance);
     if (const auto why = fault_of(host, health))
       found.push_back({{"node", host}, {"why", *why}, {"instance", instance}});
-    else if (health.known && !health.in_job && instance != 0 && !missed_probe(host))
+    else if (health.known && !health.in_job && instance != 0 && !missed_probe(host) &&
+             !suspects_.contains(host))
       released.push_back(host);
     // Neither yet: a node that left the job but has not registered with
     // slurmctld (restarted lately, from a state saved before the node
@@ -370,6 +432,7 @@ void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job, const prot
     }
   }
   slurm_.shrink_job(job.job_id, slurm::compress_hostlist(keep));
+  keeper_.gate().settled(Gate::Counted::mark, nodes);  // the step runs on: a repair done
   save(step, EventKind::node_out,
        fmt::format("{} of job {}, which the protected step does not run on, failed ({}): out of "
                    "the job (now on "
@@ -467,8 +530,9 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   // A node of an ended step still under suspicion (its cross-check under
   // way) holds the verdict back; decide_by bounds the wait.
   if (step.state == StepState::ended && clock_.since(step.ended()) >= config_.end_window &&
-      std::ranges::none_of(step_hosts(step),
-                           [this](const std::string& host) { return missed_probe(host); }))
+      std::ranges::none_of(step_hosts(step), [this](const std::string& host) {
+        return missed_probe(host) || suspects_.contains(host);
+      }))
     decide(step, Verdict::no_fault,
            "no node of the step failed; srun keeps the step's own exit status");
 }
@@ -477,15 +541,18 @@ void Engine::job_gone(StoredStep& step, const std::optional<slurm::JobInfo>& job
   // The step cannot go on: Slurm requeued the job, or it ended.
   const bool repairing = step.state == StepState::repairing;
   const auto id = step.step.job_id;
+  const auto note = suspects_note(step);
   if (job && job->pending && job->restart_count > 0)
     decide(step, Verdict::requeued,
-           fmt::format("Slurm requeued job {}{}; it restarts from its batch script", id,
-                       repairing ? " before the repair finished" : ""));
+           fmt::format("Slurm requeued job {}{}; it restarts from its batch script{}", id,
+                       repairing ? " before the repair finished" : "", note));
   else if (repairing)
-    decide(step, Verdict::cancelled,
-           fmt::format("job {} ended ({}) during the repair", id, job ? job->state : "gone"));
+    decide(
+        step, Verdict::cancelled,
+        fmt::format("job {} ended ({}) during the repair{}", id, job ? job->state : "gone", note));
   else
-    decide(step, Verdict::cancelled, fmt::format("job {} is {}", id, job ? job->state : "gone"));
+    decide(step, Verdict::cancelled,
+           fmt::format("job {} is {}{}", id, job ? job->state : "gone", note));
   if (repairing) cancel_helpers(step);
 }
 
@@ -518,6 +585,10 @@ void Engine::decide(StoredStep& step, Verdict verdict, const std::string& messag
   step.message = message;
   save(step, event_of(verdict), message);
   if (exit_reports_ != nullptr) exit_reports_->forget(key(step));
+  // A relaunch is a repair that succeeded: its marks no longer count
+  // toward the circuit breaker.
+  if (verdict == Verdict::relaunch && step.repair.contains("failed"))
+    keeper_.gate().settled(Gate::Counted::mark, names(step.repair["failed"], "node"));
   if (verdict == Verdict::relaunch || verdict == Verdict::requeued || verdict == Verdict::give_up)
     tell_job(step);
 }

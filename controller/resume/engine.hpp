@@ -91,12 +91,24 @@ class Engine {
   // `released` gets the step's nodes that left the job healthy (the job
   // was shrunk under the step): registered with slurmctld, and not silent
   // at their last probe.
+  // Evidence before action: which of `watched` (the nodes under protected
+  // steps and their jobs) are suspected now (Slurm's not responding, the
+  // probes' silence), whether they are a crowd (a network or slurmctld
+  // event: then suspicion alone takes none), and the end of each episode.
+  void weigh_suspicion(const std::set<std::string>& watched, const NodeMap& nodes);
+  // A node suspected and not taken (its agent beats, or a crowd): said once
+  // per episode as a `suspected` event.
+  void suspect(const std::string& host, const std::string& why);
+  // For a verdict Slurm brought about: the step's nodes suspected and not
+  // taken, in words (empty if none).
+  std::string suspects_note(const StoredStep& step);
   // What Slurm says of `host` (its slurmd instance in `instance`).
   NodeHealth health_of(const std::string& host, bool in_job, const NodeMap& nodes,
                        std::int64_t& instance);
-  // Why `host` is at fault: Slurm's word, else its probes once the crowd
-  // guard and the cross-check allow (probe_fault); nothing if it is not.
-  std::optional<std::string> fault_of(const std::string& host, const NodeHealth& health);
+  // Why `host` is at fault (look_at): Slurm's word, its probes once the
+  // crowd guard and the cross-check allow (probe_fault), and what its own
+  // agent says; nothing if it is not.
+  std::optional<std::string> fault_of(const std::string& host, NodeHealth health);
   // Whether `host` missed its last probe (its count not back to 0 yet).
   bool missed_probe(const std::string& host) const;
   proto::json faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
@@ -215,6 +227,11 @@ class Engine {
   bool probe_crowd_ = false;             // the last round had too many silent at once
   bool crowd_said_ = false;              // its event is out
   std::set<std::string> disputed_said_;  // nodes whose probe_disputed event is out
+  bool suspect_crowd_ = false;           // too many nodes suspected at once (this tick)
+  bool suspect_crowd_said_ = false;      // its event is out
+  // Nodes suspected and not taken in this episode (until they are well
+  // again), with why: their `suspected` event is out.
+  std::map<std::string, std::string> suspects_;
   Steady::time_point last_prune_{};
   // Errors already logged, per step, so a persisting one is logged once.
   std::map<std::string, std::string> last_error_;

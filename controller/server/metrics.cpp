@@ -83,6 +83,11 @@ ControllerMetrics::ControllerMetrics() {
   r.gauge("auto_resume_nodes_silent",
           "Nodes whose agent was heard from but is silent past heartbeat_timeout.");
   r.gauge("auto_resume_node_replacements", "Node replacements in progress or failed.");
+  r.gauge("auto_resume_breaker_tripped",
+          "1 while the circuit breaker is tripped (the controller acts on nothing).");
+  r.gauge("auto_resume_breaker_resets_in_seconds",
+          "Seconds until a tripped breaker resets itself if nothing is held back meanwhile "
+          "(breaker_reset_after); -1: only auto-resume resume-actions resets it; 0: not tripped.");
   r.gauge("auto_resume_group_target", "A node group's target count.", {"group"});
   r.gauge("auto_resume_group_live", "A node group's instances (starting, in service, leaving).",
           {"group"});
@@ -137,6 +142,9 @@ std::string ControllerMetrics::scrape(const Sources& sources) {
       if (timeout > 0 && age > timeout) ++silent;
     r.set("auto_resume_heartbeat_nodes", {}, static_cast<double>(ages.size()));
     r.set("auto_resume_nodes_silent", {}, static_cast<double>(silent));
+    const auto breaker = sources.keeper->gate().breaker();
+    r.set("auto_resume_breaker_tripped", {}, breaker.tripped ? 1 : 0);
+    r.set("auto_resume_breaker_resets_in_seconds", {}, static_cast<double>(breaker.resets_in));
   }
   if (sources.provisioner != nullptr) {
     for (const auto* name :

@@ -249,7 +249,8 @@ proto::HeartbeatReply Service::do_heartbeat(NodeKeeper& keeper,
                                             const proto::HeartbeatRequest& request,
                                             const std::string& peer) {
   try {
-    keeper.heartbeat(request.node, request.stopping, peer);
+    keeper.heartbeat(request.node, request.stopping, peer,
+                     std::chrono::milliseconds{request.interval_ms});
   } catch (const std::invalid_argument& e) {
     throw ProtocolError(code::kBadRequest, e.what());
   } catch (const HeartbeatRefused& e) {

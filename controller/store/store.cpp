@@ -761,6 +761,19 @@ std::uint32_t Store::actions_since(const std::string& kind, std::int64_t since) 
   return static_cast<std::uint32_t>(s.integer(0));
 }
 
+void Store::settle_actions(const std::string& kind, const std::vector<std::string>& nodes) {
+  std::lock_guard lock(mutex_);
+  transaction([&] {
+    for (const auto& node : nodes) {
+      Statement settle(db_,
+                       "DELETE FROM guard_actions WHERE rowid = (SELECT rowid FROM guard_actions "
+                       "WHERE kind = ? AND node = ? ORDER BY at DESC, rowid DESC LIMIT 1)");
+      settle.bind(1, kind).bind(2, node);
+      settle.step();
+    }
+  });
+}
+
 void Store::forget_actions() {
   std::lock_guard lock(mutex_);
   exec("DELETE FROM guard_actions");

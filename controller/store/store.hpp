@@ -212,6 +212,9 @@ class Store {
   void count_actions(const std::string& kind, const std::vector<std::string>& nodes);
   // How many actions of `kind` were recorded at `since` (unix seconds) or later.
   std::uint32_t actions_since(const std::string& kind, std::int64_t since);
+  // The last action of `kind` recorded for each of `nodes` no longer counts
+  // (its repair succeeded).
+  void settle_actions(const std::string& kind, const std::vector<std::string>& nodes);
   // Forgets every counted action (the breaker's counts start again).
   void forget_actions();
 

@@ -8,7 +8,9 @@ cluster and controller
     log) while no fault was injected into it (scripts/cluster's faults.log:
     kill-node and freeze-node, until thaw-node or restart-node; a line for
     slurmctld or slurmdbd, which restart-slurmctld and stop-slurmdbd write,
-    names no node and makes none faulty);
+    names no node and makes none faulty; stop-slurmd, cont-slurmd and
+    kill-slurmd fault slurmd alone on a live host, which makes no node
+    faulty: a mark then counts);
   - wrong relaunches: a relaunch whose node list holds a node that was
     killed or frozen at that moment;
   - steps lost: a protected step given up at its deadline (the repair did

@@ -26,20 +26,20 @@ printf 'provider=local\nmax_attempts=4\n' >"$tmp/good.conf"
 # The effective config names every setting: for a file that sets them all,
 # both binaries print exactly these keys, once each (a setting added to or
 # dropped from the controller's config must be added to or dropped from this
-# list too). Those after max_replacements_per_hour are printed only when
+# list too). Those after breaker_reset_after are printed only when
 # set (the provisioning ones with node_provisioning=continuous).
 settings=(listen metrics_listen state_dir provider max_attempts attempt_window healthy_after backoff
   probe_interval probe_failures probe_max_silent_percent end_window repair_timeout min_time_left provider_timeout provider_retries provider_backoff
   register_timeout heartbeat_timeout heartbeat_max_silent_percent retention
   auth_timeout max_unauthenticated max_user_connections reserved_fds privileged_connections
-  mode max_marks_per_hour max_replacements_per_hour
+  mode max_marks_per_hour max_replacements_per_hour breaker_reset_after
   spares provider_command notify_command munge_socket local_restart_command heartbeat_bind
   node_provisioning groups_dir provision_command provision_timeout max_parallel_creates
   create_backoff create_alert_after capacity_backoff max_bootstrap_failures min_count_timeout
   lifecycle_log_dir orphan_timeout slurm_conf slurm_conf_include slurmctld_restart_command
   slurmctld_restart_timeout)
 printf '%s\n' "${settings[@]}" | sort >"$tmp/settings"
-printf '%s\n' "${settings[@]:0:29}" | sort >"$tmp/settings-unset"
+printf '%s\n' "${settings[@]:0:30}" | sort >"$tmp/settings-unset"
 cat >"$tmp/full.conf" <<'CONF'
 provider=spares
 spares=2

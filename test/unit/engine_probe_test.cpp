@@ -8,18 +8,27 @@ namespace {
 
 using ar::ProbeResult;
 
-// A rig whose step's nodes run agents: node1-4 heard, probes every second.
+// A rig whose step's nodes run agents: node1-4 heard (every second, as
+// their agents say), probes every second. A node killed in a test is
+// `mute`: its agent died with it.
 struct ProbeRig : Rig {
   ProbeRig() {
     config.probe_failures = 3;
     config.probe_interval = 1000ms;
     protect();
     engine->tick();  // the keeper's first look: heartbeats are taken from now
+    beat_all();
     clock.advance(1s);
   }
+  std::set<std::string> mute;
   void beat_all() {
     for (const auto* node : {"node1", "node2", "node3", "node4"})
-      keeper->heartbeat(node, false, slurm.nodes.at(node).address);
+      if (!mute.contains(node)) keeper->heartbeat(node, false, slurm.nodes.at(node).address, 1s);
+  }
+  // A node killed: its slurmd does not answer, its agent is silent.
+  void kill(const char* node) {
+    prober.dead.insert(address(node));
+    mute.insert(node);
   }
   // `seconds` of ticks, a second apart, the agents heard before each.
   void run_for(int seconds) {
@@ -60,25 +69,156 @@ TEST_CASE("a node only the controller cannot reach is not taken when other agent
   CHECK(rig.step().verdict == Verdict::relaunch);
 }
 
-TEST_CASE("a node an agent cannot reach either is taken within the probe count",
+TEST_CASE("a killed node an agent cannot reach either is taken once its own agent is silent",
           "[engine][cross_check]") {
   ProbeRig rig;
   rig.config.backoff = 0ms;
-  rig.prober.dead.insert(rig.address("node3"));
+  rig.kill("node3");  // its agent's last heartbeat came 1 s ago
   rig.run_for(1);
   rig.keeper->peer_work("node2", {{"node3", ProbeResult::silent}});
   rig.run_for(1);
   CHECK(rig.step().state == StepState::registered);  // 2 probes of 3
   rig.run_for(1);
+  // 3 probes, and its agent's heartbeat is 3 s old: two of its 1 s
+  // intervals and a second, not more.
+  CHECK(rig.step().state == StepState::registered);
+  rig.run_for(1);
   CHECK(rig.step().verdict == Verdict::relaunch);
   CHECK(rig.detail("detected")
-            .find("node3: its slurmd did not answer 3 probes in a row, and the "
-                  "agent of node2 cannot reach it either") != std::string::npos);
+            .find("node3: its slurmd did not answer 4 probes in a row, and the "
+                  "agent of node2 cannot reach it either; its own agent has been silent for "
+                  "4.0 s") != std::string::npos);
+  // Watched for the one look where its agent's silence was not long enough.
+  CHECK(std::ranges::count(rig.kinds(), "suspected") == 1);
+}
+
+TEST_CASE("a node whose slurmd is silent while its own agent beats is watched, not taken",
+          "[engine][cross_check][evidence]") {
+  // slurmd restarting (a package upgrade), or stopped: the host lives.
+  ProbeRig rig;
+  rig.prober.dead.insert(rig.address("node3"));
+  rig.run_for(1);
+  rig.keeper->peer_work("node2", {{"node3", ProbeResult::silent}});
+  rig.run_for(30);
+  CHECK(rig.step().state == StepState::registered);
+  CHECK(rig.slurm.updates.empty());
+  CHECK(std::ranges::count(rig.kinds(), "suspected") == 1);
+  CHECK(rig.detail("suspected")
+            .starts_with("node3: its slurmd did not answer 3 probes in a row, and the agent of "
+                         "node2 cannot reach it either, but its own agent's last heartbeat came "));
+  CHECK(rig.detail("suspected").ends_with(" ago: watched, not taken"));
+  // Slurm's not responding as well: still its agent's word against it.
+  rig.slurm.nodes["node3"].not_responding = true;
+  rig.run_for(10);
+  CHECK(rig.step().state == StepState::registered);
+  CHECK(rig.slurm.updates.empty());
+  // slurmd back: the episode ends; a later one is said again.
+  rig.prober.dead.clear();
+  rig.slurm.nodes["node3"].not_responding = false;
+  rig.run_for(2);
+  CHECK(rig.detail("suspect_cleared") == "node3: its slurmd answers again: no longer suspected");
+  rig.slurm.nodes["node3"].not_responding = true;
+  rig.run_for(2);
+  CHECK(std::ranges::count(rig.kinds(), "suspected") == 2);
+  CHECK(rig.last_detail("suspected")
+            .starts_with("node3: its slurmd is not responding, but its own agent's last "));
+  // Then the node dies: its agent falls silent, and it is taken.
+  rig.mute.insert("node3");
+  rig.run_for(4);
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.detail("detected")
+            .find("node3: its slurmd is not responding; its own agent has been silent for") !=
+        std::string::npos);
+}
+
+TEST_CASE("Slurm's DOWN takes a node whose agent beats", "[engine][evidence]") {
+  ProbeRig rig;
+  rig.slurm.nodes["node3"].down = true;
+  rig.slurm.nodes["node3"].reason = "Not responding";
+  rig.run_for(1);
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.detail("detected").find("node3: it is DOWN (Not responding)") != std::string::npos);
+}
+
+TEST_CASE(
+    "a slurmd restarting under a beating agent is not taken, and an older instance's silent "
+    "agent says nothing of the new one",
+    "[engine][evidence]") {
+  ProbeRig rig;
+  // The heartbeat watch on (it forgets an older instance's agent).
+  rig.config.heartbeat_timeout = 10s;
+  rig.run_for(1);
+  // slurmd restarts (a package upgrade): its new instance registers before
+  // the agent's next heartbeat, while the probes still count its silence.
+  rig.prober.dead.insert(rig.address("node3"));
+  rig.run_for(3);
+  rig.keeper->peer_work("node2", {{"node3", ProbeResult::silent}});
+  rig.slurm.nodes["node3"].slurmd_start_time += 100;
+  rig.slurm.nodes["node3"].not_responding = true;
+  rig.run_for(3);
+  CHECK(rig.step().state == StepState::registered);
+  CHECK(rig.slurm.updates.empty());
+  // The node rebooted again, its agent not heard since: no agent of this
+  // instance to say it lives, and the old one's silence is not held
+  // against it: Slurm's word stands alone.
+  rig.mute.insert("node3");
+  rig.slurm.nodes["node3"].slurmd_start_time += 100;
+  rig.run_for(4);
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.detail("detected")
+            .find("node3: its slurmd is not responding; its slurmd did not "
+                  "answer") != std::string::npos);
+  CHECK(rig.detail("detected").find("own agent") == std::string::npos);
+}
+
+TEST_CASE("four nodes suspected at once are a crowd: none is taken on suspicion alone",
+          "[engine][evidence]") {
+  // A management-network blip with no agents to tell: every slurmd of the
+  // job stops answering slurmctld's pings at once.
+  Rig rig;
+  rig.config.probe_failures = 3;
+  rig.config.probe_interval = 1000ms;
+  rig.protect();
+  for (const auto* node : {"node1", "node2", "node3", "node4"})
+    rig.slurm.nodes[node].not_responding = true;
+  for (int i = 0; i < 20; ++i) {
+    rig.engine->tick();
+    rig.clock.advance(1s);
+  }
+  CHECK(rig.step().state == StepState::registered);
+  CHECK(rig.slurm.updates.empty());
+  CHECK(std::ranges::count(rig.kinds(), "suspect_crowd") == 1);
+  CHECK(rig.detail("suspect_crowd")
+            .starts_with("4 of the 4 nodes under protected steps are suspected at once "
+                         "(node1,node2,node3,node4: "));
+  CHECK(std::ranges::count(rig.kinds(), "suspected") == 4);
+  // Slurm's DOWN is evidence, crowd or not.
+  rig.slurm.nodes["node2"].down = true;
+  rig.engine->tick();
+  CHECK(rig.step().state != StepState::registered);
+  CHECK(rig.detail("detected").find("node2: it is DOWN") != std::string::npos);
+  CHECK(rig.detail("detected").find("node1") == std::string::npos);
+}
+
+TEST_CASE("Slurm ending a job for a node the controller did not take says so",
+          "[engine][evidence]") {
+  ProbeRig rig;
+  rig.slurm.nodes["node3"].not_responding = true;
+  rig.run_for(2);
+  REQUIRE(rig.has_event("suspected"));
+  rig.slurm.jobs[10].running = false;
+  rig.slurm.jobs[10].state = "NODE_FAIL";
+  rig.slurm.nodes["node3"].down = true;
+  rig.run_for(1);
+  CHECK(rig.step().verdict == Verdict::cancelled);
+  CHECK(rig.step().message.starts_with(
+      "job 10 is NODE_FAIL (Slurm's own doing: the controller had not taken node3: its slurmd "
+      "is not responding, but its own agent's last heartbeat came "));
 }
 
 TEST_CASE("a cross-check no agent answers holds a node back 5 s at most", "[engine][cross_check]") {
   ProbeRig rig;
-  rig.prober.dead.insert(rig.address("node3"));
+  rig.kill("node3");
   rig.run_for(5);  // asked at the first probe; 3 probes are in after 3 s
   CHECK(rig.step().state == StepState::registered);
   rig.run_for(1);
@@ -99,13 +239,15 @@ TEST_CASE("most probed nodes silent at once take no node, and one event says why
             .starts_with(
                 "3 of the 4 nodes probed under protected steps are silent at once (more than "
                 "probe_max_silent_percent=50)"));
-  // The crowd ends: node3 alone stays silent, counted from then on.
+  // The crowd ends: node3 alone stays silent (it died: its agent too),
+  // counted from then on.
   rig.prober.dead = {rig.address("node3")};
+  rig.mute = {"node3"};
   rig.run_for(1);
   rig.keeper->peer_work("node1", {{"node3", ProbeResult::silent}});
   rig.run_for(1);
   CHECK(rig.step().state == StepState::registered);
-  rig.run_for(1);
+  rig.run_for(2);  // 3 probes, and its agent silent for more than 3 s
   CHECK(rig.step().state != StepState::registered);
 }
 
@@ -118,10 +260,10 @@ TEST_CASE("the prober's own failures never count as a node's silence", "[engine]
   CHECK_FALSE(rig.has_event("probe_crowd"));
   // Some answer, some cannot be probed: the silent one is still found.
   rig.prober.unknown = {rig.address("node1")};
-  rig.prober.dead = {rig.address("node4")};
+  rig.kill("node4");
   rig.run_for(1);
   rig.keeper->peer_work("node2", {{"node4", ProbeResult::silent}});
-  rig.run_for(2);
+  rig.run_for(3);
   CHECK(rig.step().state != StepState::registered);
 }
 
@@ -155,7 +297,7 @@ TEST_CASE("an ended step waits past end_window for a node its probes still suspe
   rig.config.end_window = 2000ms;
   auto step = rig.step();
   REQUIRE(rig.store->mark_ended(step, rig.clock.unix_now(), {EventKind::ended, "ended"}));
-  rig.prober.dead.insert(rig.address("node2"));
+  rig.kill("node2");
   rig.run_for(3);  // end_window is over with node2 silent twice, its cross-check pending
   CHECK(rig.step().state == StepState::ended);
   rig.keeper->peer_work("node1", {{"node2", ProbeResult::silent}});

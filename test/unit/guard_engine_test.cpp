@@ -113,9 +113,10 @@ TEST_CASE(
   rig.engine->tick();
   CHECK(rig.slurm.updates.empty());
   CHECK(rig.detail("breaker_tripped") ==
-        "the circuit breaker tripped on node marks: 1 within the last hour and 1 more now (node3) "
-        "would pass max_marks_per_hour=1; the controller acts on nothing until auto-resume "
-        "resume-actions");
+        "the circuit breaker tripped on node marks: 1 within the last hour whose repair has not "
+        "succeeded and 1 more now (node3) would pass max_marks_per_hour=1; the controller acts on "
+        "nothing until auto-resume resume-actions, or by itself after breaker_reset_after=3600 s "
+        "with nothing held back");
   CHECK_THAT(rig.detail("would"), StartsWith("breaker: would mark node3 FAIL"));
   rig.start();  // tripped, in the store
   looks(rig, 3);
@@ -129,7 +130,87 @@ TEST_CASE(
   rig.engine->tick();
   CHECK(rig.step().verdict == Verdict::relaunch);
   CHECK(rig.slurm.updated("fail node3"));
-  CHECK(rig.keeper->gate().state().marks == 1);  // node3's, counted from the reset
+  // node3's mark, counted from the reset, no longer counts: its repair
+  // succeeded (the step relaunched).
+  CHECK(rig.keeper->gate().state().marks == 0);
+}
+
+TEST_CASE("marks and replacements whose repair succeeded do not count toward the breaker",
+          "[guard]") {
+  // Six nodes, a fault a minute after each relaunch: at the default limits
+  // (5%, at least 2 an hour) every repair goes through (counting marks,
+  // the breaker tripped at the third). The relaunch budget (max_attempts=3)
+  // is what ends the run at the fourth.
+  Rig rig;
+  rig.config.backoff = 0ms;
+  rig.protect();
+  for (std::uint32_t attempt = 0; attempt < 3; ++attempt) {
+    REQUIRE(rig.step(attempt).state == StepState::registered);
+    // A node of the step's job fails; a free node replaces it.
+    auto& job = rig.slurm.jobs.at(10);
+    const auto node = job.hosts.at(1);
+    rig.slurm.nodes[node].down = true;
+    rig.engine->tick();
+    REQUIRE(rig.step(attempt).verdict == Verdict::relaunch);
+    CHECK(rig.keeper->gate().state().marks == 0);
+    CHECK_FALSE(rig.keeper->gate().state().tripped);
+    // The failed node comes back as a new instance (replaced), and the
+    // relaunch registers.
+    rig.slurm.nodes[node].slurmd_start_time += 100;
+    rig.slurm.nodes[node].down = false;
+    rig.slurm.nodes[node].fail = false;
+    rig.slurm.nodes[node].reason.clear();
+    ar::proto::StepRegistration next;
+    next.job_id = 10;
+    next.step_id = attempt + 1;
+    next.run_id = "r";
+    next.attempt = attempt + 1;
+    next.argv = {"srun", "--auto-resume=1", "train"};
+    next.cwd = "/w";
+    next.nodelist = job.nodes;
+    rig.slurm.add_step(10, attempt + 1, job.nodes);
+    REQUIRE(rig.store->register_step(next, 1000) == ar::Store::Insert::created);
+    rig.clock.advance(60s);
+  }
+  CHECK_FALSE(rig.has_event("breaker_tripped"));
+  // A requeue or a give_up is no success: its marks count.
+  REQUIRE(rig.keeper->gate().allow(ar::Gate::Counted::mark, {"node9"}));
+  CHECK(rig.keeper->gate().state().marks == 1);
+}
+
+TEST_CASE("a tripped breaker resets itself after breaker_reset_after with nothing held back",
+          "[guard]") {
+  Rig rig;
+  rig.config.max_marks_per_hour = {1, false};
+  rig.config.breaker_reset_after = 600s;
+  REQUIRE(rig.keeper->gate().allow(ar::Gate::Counted::mark, {"node6"}));
+  CHECK_FALSE(rig.keeper->gate().allow(ar::Gate::Counted::mark, {"node5"}));  // trips
+  CHECK(rig.keeper->gate().state().tripped);
+  rig.clock.advance(500s);
+  // Something held back meanwhile: the quiet period starts again.
+  CHECK_FALSE(rig.keeper->gate().allow(ar::Gate::Counted::mark, {"node5"}));
+  rig.clock.advance(500s);
+  CHECK(rig.keeper->gate().state().tripped);
+  CHECK(rig.keeper->gate().breaker().tripped);
+  CHECK(rig.keeper->gate().breaker().resets_in == 100);  // the metrics' countdown
+  rig.clock.advance(101s);
+  CHECK_FALSE(rig.keeper->gate().state().tripped);
+  CHECK(rig.last_detail("actions_resumed") ==
+        "the circuit breaker reset itself: nothing was held back for breaker_reset_after=600 s; "
+        "the counts start again from 0; the controller acts again");
+  CHECK(rig.keeper->gate().allow(ar::Gate::Counted::mark, {"node5"}));
+  CHECK(rig.keeper->gate().breaker().resets_in == 0);
+  // breaker_reset_after=0: only the admin resets it.
+  Rig admin;
+  admin.config.max_marks_per_hour = {1, false};
+  admin.config.breaker_reset_after = 0ms;
+  REQUIRE(admin.keeper->gate().allow(ar::Gate::Counted::mark, {"node6"}));
+  CHECK_FALSE(admin.keeper->gate().allow(ar::Gate::Counted::mark, {"node5"}));
+  admin.clock.advance(24h);
+  CHECK(admin.keeper->gate().state().tripped);
+  CHECK(admin.keeper->gate().breaker().resets_in == -1);
+  CHECK_THAT(admin.detail("breaker_tripped"),
+             Catch::Matchers::EndsWith("until auto-resume resume-actions"));
 }
 
 TEST_CASE("the default limits are 5% of the nodes slurmctld lists, and at least 2", "[guard]") {

@@ -58,9 +58,11 @@ TEST_CASE(
   REQUIRE(k.tick_until([&] { return !k.runner.calls().empty(); }));  // node1's call, on its thread
   CHECK(k.runner.calls() == std::vector<Strings>{{"/bin/restart", "node1"}});
   CHECK(k.details(EventKind::breaker_tripped) ==
-        Strings{"the circuit breaker tripped on node replacements: 1 within the last hour and 1 "
-                "more now (node2) would pass max_replacements_per_hour=1; the controller acts on "
-                "nothing until auto-resume resume-actions"});
+        Strings{"the circuit breaker tripped on node replacements: 1 within the last hour whose "
+                "repair has not succeeded and 1 more now (node2) would pass "
+                "max_replacements_per_hour=1; the controller acts on nothing until auto-resume "
+                "resume-actions, or by itself after breaker_reset_after=3600 s with nothing held "
+                "back"});
   // A heartbeat's mark is held back too.
   k.beat("node3");
   k.prober.dead.insert(kNode3Address);
@@ -81,10 +83,11 @@ TEST_CASE("a breaker's detail names a few nodes and counts the rest", "[guard]")
   for (int i = 1; i <= 10; ++i) nodes.push_back("gpu" + std::to_string(i));
   CHECK_FALSE(k.keeper.gate().allow(ar::Gate::Counted::mark, nodes));
   CHECK(k.details(EventKind::breaker_tripped) ==
-        Strings{"the circuit breaker tripped on node marks: 0 within the last hour and 10 more "
-                "now (gpu1, gpu2, gpu3, gpu4, gpu5, gpu6, gpu7, gpu8 and 2 more) would pass "
-                "max_marks_per_hour=50% (2 of 4 nodes); the controller acts on nothing until "
-                "auto-resume resume-actions"});
+        Strings{"the circuit breaker tripped on node marks: 0 within the last hour whose repair "
+                "has not succeeded and 10 more now (gpu1, gpu2, gpu3, gpu4, gpu5, gpu6, gpu7, "
+                "gpu8 and 2 more) would pass max_marks_per_hour=50% (2 of 4 nodes); the "
+                "controller acts on nothing until auto-resume resume-actions, or by itself after "
+                "breaker_reset_after=3600 s with nothing held back"});
   CHECK(k.keeper.gate().state().marks == 0);  // nothing counted: nothing was done
   CHECK_FALSE(k.keeper.gate().allow(ar::Gate::Counted::replacement, {"node1"}));  // held
 }

@@ -60,10 +60,10 @@ TEST_CASE("the resume controller takes a replace mark as a fault, a drain mark n
   ar::NodeHealth node;
   node.fail = true;
   node.reason = ar::health::node_reason(r, ar::health::Action::replace);
-  CHECK(ar::node_fault(node, 3).has_value());
+  CHECK(ar::look_at(node).fault.has_value());
   node.fail = false;  // a drain-only check sets DRAIN, not FAIL
   node.reason = ar::health::node_reason(r, ar::health::Action::drain);
-  CHECK_FALSE(ar::node_fault(node, 3).has_value());
+  CHECK_FALSE(ar::look_at(node).fault.has_value());
 }
 
 TEST_CASE("the configured GPU count comes from the node's GRES", "[health]") {

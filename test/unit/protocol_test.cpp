@@ -172,6 +172,9 @@ TEST_CASE("each request names its op and goes over the wire as it did", "[protoc
                                                          {"node3", ar::ProbeResult::unknown}}},
                                 R"({"node":"node1","peers":{"node2":"silent","node3":"unknown"}})");
   CHECK(found.peers.at("node2") == ar::ProbeResult::silent);
+  proto::HeartbeatRequest paced{"node1", false, {}};
+  paced.interval_ms = 1000;
+  CHECK(round_trip(paced, R"({"interval_ms":1000,"node":"node1"})").interval_ms == 1000);
   for (const auto mode :
        {proto::ReplaceMode::wait, proto::ReplaceMode::now, proto::ReplaceMode::force}) {
     const auto wire = R"({"mode":")" + std::string(ar::name_of(mode)) + R"(","node":"node2"})";
@@ -193,6 +196,13 @@ TEST_CASE("a heartbeat's cross-check results and a reply's probe list are checke
   for (int i = 0; i < 17; ++i) many["n" + std::to_string(i)] = "silent";
   CHECK_THROWS_WITH(HeartbeatRequest::from_json({{"node", "n1"}, {"peers", many}}),
                     Catch::Contains("'peers' has more than 16 nodes"));
+  CHECK_THROWS_WITH(HeartbeatRequest::from_json({{"node", "n1"}, {"interval_ms", 99}}),
+                    "'interval_ms' is 99: expected 100 to 60000 (milliseconds between heartbeats)");
+  CHECK_THROWS_WITH(HeartbeatRequest::from_json({{"node", "n1"}, {"interval_ms", 60001}}),
+                    Catch::Contains("'interval_ms' is 60001"));
+  CHECK_THROWS_WITH(HeartbeatRequest::from_json({{"node", "n1"}, {"interval_ms", -5}}),
+                    Catch::Contains("must be an unsigned 32-bit integer"));
+  CHECK(HeartbeatRequest::from_json({{"node", "n1"}}).interval_ms == 0);
 
   const HeartbeatReply reply{
       {{"node3", "10.0.0.3", 6818, false}, {"node4", "node4.example", 6819, true}}};

@@ -26,58 +26,112 @@ TEST_CASE("final verdicts have documented exit statuses", "[resume]") {
   CHECK_FALSE(ar::verdict_exit_status(Verdict::relaunch));
 }
 
-TEST_CASE("a node is at fault when Slurm or the probes say so", "[resume]") {
+namespace {
+std::optional<std::string> fault(const NodeHealth& node) { return ar::look_at(node).fault; }
+std::optional<std::string> suspect(const NodeHealth& node) { return ar::look_at(node).suspect; }
+}  // namespace
+
+TEST_CASE("evidence takes a node: slurmctld forgot it, Slurm's DOWN, a check's mark", "[resume]") {
   NodeHealth healthy;
-  CHECK_FALSE(ar::node_fault(healthy, 3));
+  CHECK_FALSE(fault(healthy));
+  CHECK_FALSE(suspect(healthy));
 
   auto node = healthy;
   node.known = false;
-  CHECK(ar::node_fault(node, 3).value() == "it is no longer known to slurmctld");
+  CHECK(fault(node).value() == "it is no longer known to slurmctld");
   node = healthy;
   node.in_job = false;  // released by the job's user: healthy, no fault
-  CHECK_FALSE(ar::node_fault(node, 3));
-  node.failed_probes = 5;  // the controller's own probes are not Slurm's word
-  CHECK_FALSE(ar::node_fault(node, 3));
+  CHECK_FALSE(fault(node));
   node.down = true;  // dropped by Slurm (--no-kill)
   node.reason = "Not responding";
-  CHECK(ar::node_fault(node, 3).value() ==
-        "it left the job's allocation and is DOWN (Not responding)");
+  node.agent = ar::AgentView::beating;  // Slurm's DOWN is evidence: its agent does not save it
+  CHECK(fault(node).value() == "it left the job's allocation and is DOWN (Not responding)");
   node.down = false;
-  node.not_responding = true;
-  CHECK(ar::node_fault(node, 3).value() ==
-        "it left the job's allocation and its slurmd is not responding");
-  node.not_responding = false;
   node.fail = true;
   node.reason = "admin";
-  CHECK(ar::node_fault(node, 3).value() == "it left the job's allocation and is FAIL (admin)");
+  CHECK(fault(node).value() == "it left the job's allocation and is FAIL (admin)");
   node = healthy;
   node.down = true;
   node.reason = "Not responding";
-  CHECK(ar::node_fault(node, 3).value() == "it is DOWN (Not responding)");
-  node = healthy;
-  node.not_responding = true;
-  CHECK(ar::node_fault(node, 3).value() == "its slurmd is not responding");
+  node.agent = ar::AgentView::beating;
+  CHECK(fault(node).value() == "it is DOWN (Not responding)");
+  node.crowd = true;  // the crowd guard holds back suspicion, not evidence
+  CHECK(fault(node).value() == "it is DOWN (Not responding)");
+}
 
-  node = healthy;
-  node.failed_probes = 2;
-  CHECK_FALSE(ar::node_fault(node, 3));
-  node.failed_probes = 3;
-  CHECK(ar::node_fault(node, 3).value() == "its slurmd did not answer 3 probes in a row");
-  CHECK_FALSE(ar::node_fault(node, 0));  // probing switched off
+TEST_CASE("suspicion takes a node only once its own agent is silent too, or none runs there",
+          "[resume]") {
+  NodeHealth node;
+  node.not_responding = true;
+  // No agent on it: Slurm's word stands alone (docs/resume.md says what it costs).
+  CHECK(fault(node).value() == "its slurmd is not responding");
+  node.agent = ar::AgentView::beating;
+  node.agent_age = 0.84;
+  CHECK_FALSE(fault(node));
+  CHECK(suspect(node).value() ==
+        "its slurmd is not responding, but its own agent's last heartbeat came 0.8 s ago: watched, "
+        "not taken");
+  node.agent = ar::AgentView::silent;
+  node.agent_age = 3.25;
+  CHECK(fault(node).value() ==
+        "its slurmd is not responding; its own agent has been silent for 3.2 s");
+  CHECK_FALSE(suspect(node));
+
+  node = NodeHealth{};
+  node.probes_silent = "its slurmd did not answer 3 probes in a row";
+  CHECK(fault(node).value() == "its slurmd did not answer 3 probes in a row");
+  node.agent = ar::AgentView::beating;
+  CHECK_FALSE(fault(node));
+  node.not_responding = true;
+  CHECK(suspect(node).value().starts_with(
+      "its slurmd is not responding; its slurmd did not answer 3 probes in a row, but its own "
+      "agent's last heartbeat came"));
+  node.agent = ar::AgentView::silent;
+  CHECK(fault(node).value().starts_with(
+      "its slurmd is not responding; its slurmd did not answer 3 probes in a row; its own agent "
+      "has been silent for"));
+
+  // A node that left the job: suspected as one in it, with that said.
+  node = NodeHealth{};
+  node.in_job = false;
+  node.not_responding = true;
+  CHECK(fault(node).value() == "it left the job's allocation and its slurmd is not responding");
+  node.agent = ar::AgentView::beating;
+  CHECK_FALSE(fault(node));
+  CHECK(suspect(node).value().starts_with(
+      "it left the job's allocation and its slurmd is not responding, but its own agent's"));
+}
+
+TEST_CASE("while a crowd is suspected, suspicion alone takes none", "[resume]") {
+  NodeHealth node;
+  node.not_responding = true;
+  node.crowd = true;
+  for (const auto agent : {ar::AgentView::none, ar::AgentView::silent, ar::AgentView::beating}) {
+    node.agent = agent;
+    CHECK_FALSE(fault(node));
+    CHECK(suspect(node).value() ==
+          "its slurmd is not responding, but too many nodes are suspected at once: not taken "
+          "for that alone");
+  }
+  node.probes_silent = "its slurmd did not answer 3 probes in a row";
+  CHECK_FALSE(fault(node));
+  CHECK(ar::silent_crowd(3, 4, 50));
+  CHECK_FALSE(ar::silent_crowd(2, 4, 50));
+  CHECK_FALSE(ar::silent_crowd(1, 1, 50));  // one node is never a crowd
 }
 
 TEST_CASE("only a health check's FAIL mark interrupts a step", "[resume]") {
   NodeHealth node;
   node.fail = true;
   node.reason = "Action:Replace";
-  CHECK_FALSE(ar::node_fault(node, 3));  // the admin's mark: jobs finish first
+  CHECK_FALSE(fault(node));  // the admin's mark: jobs finish first
   node.reason = "maintenance";
-  CHECK_FALSE(ar::node_fault(node, 3));
+  CHECK_FALSE(fault(node));
   node.reason = "Action:Replace gpu: XID 79 on GPU 3";
-  CHECK(ar::node_fault(node, 3).value() ==
-        "a health check failed: Action:Replace gpu: XID 79 on GPU 3");
+  node.agent = ar::AgentView::beating;  // a check's mark is evidence
+  CHECK(fault(node).value() == "a health check failed: Action:Replace gpu: XID 79 on GPU 3");
   node.fail = false;
-  CHECK_FALSE(ar::node_fault(node, 3));
+  CHECK_FALSE(fault(node));
 }
 
 TEST_CASE("backoff: none before the first relaunch, then doubling up to the cap", "[resume]") {

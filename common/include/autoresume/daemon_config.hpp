@@ -183,11 +183,14 @@ struct DaemonConfig {
   // Guard rails (docs/guard.md): `observe` acts on nothing and says what it
   // would have done. The circuit breaker: more node marks (FAIL or DOWN set
   // by the controller) or node replacements (provider calls) within an
-  // hour than these allow stop every action until an admin's
-  // `auto-resume resume-actions`.
+  // hour than these allow, not counting those whose repair succeeded, stop
+  // every action until an admin's `auto-resume resume-actions`, or until
+  // breaker_reset_after has passed with nothing held back (0: only the
+  // admin's).
   ActionMode mode = ActionMode::act;
   ActionLimit max_marks_per_hour{};
   ActionLimit max_replacements_per_hour{};
+  std::chrono::milliseconds breaker_reset_after{3'600'000};
 
   // Connections (docs/protocol.md, "Limits"). A connection that has not
   // authenticated (sent its first request) within auth_timeout is closed;

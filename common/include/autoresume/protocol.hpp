@@ -315,6 +315,9 @@ struct CancelReply {
 // should probe next; the agent probes them at once and sends their results
 // in an extra heartbeat.
 inline constexpr std::size_t kMaxPeerProbes = 16;
+inline constexpr std::uint32_t kMinHeartbeatInterval = 100;        // ms
+inline constexpr std::uint32_t kMaxHeartbeatInterval = 60'000;     // ms
+inline constexpr std::uint32_t kDefaultHeartbeatInterval = 2'000;  // an agent that does not say
 struct PeerProbe {
   std::string node;     // a node name
   std::string address;  // its NodeAddr: a name or a numeric address, 1-255 bytes
@@ -328,6 +331,10 @@ struct HeartbeatRequest {
   bool stopping = false;  // the agent is going away; left out of the JSON when false
   // Node -> what its probe found (at most kMaxPeerProbes; left out when empty).
   std::map<std::string, ProbeResult> peers;
+  // Milliseconds between the agent's heartbeats (kMinHeartbeatInterval to
+  // kMaxHeartbeatInterval; 0: not said, left out of the JSON): the
+  // controller counts the agent silent after two of them and a second.
+  std::uint32_t interval_ms = 0;
 
   json to_json() const;
   static HeartbeatRequest from_json(const json& body);

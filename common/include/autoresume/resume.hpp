@@ -36,6 +36,11 @@ inline constexpr int kExitRequeued = 143;   // as if SIGTERMed by the requeue
 inline constexpr int kExitCancelled = 130;  // as after Ctrl-C
 std::optional<int> verdict_exit_status(Verdict verdict);
 
+// What a node's own agent says of it: nothing (no agent of its current
+// instance heard since the controller started, or it said goodbye), alive
+// (a heartbeat within two of its intervals and a second) or silent.
+enum class AgentView { none, beating, silent };
+
 // One node of a protected step, as the controller sees it.
 struct NodeHealth {
   bool known = true;   // slurmctld lists it
@@ -43,17 +48,32 @@ struct NodeHealth {
   bool down = false;
   bool fail = false;
   bool not_responding = false;
-  std::string reason;          // Slurm's reason for the node's state
-  unsigned failed_probes = 0;  // consecutive probes of its slurmd without an answer
+  std::string reason;  // Slurm's reason for the node's state
+  // Why the controller's probes find its slurmd silent (probe_failures in a
+  // row, not disputed by another node's agent); empty while they do not.
+  std::string probes_silent;
+  AgentView agent = AgentView::none;
+  double agent_age = 0;  // seconds since its agent's last heartbeat (beating, silent)
+  // Too many nodes under protected steps are suspected at once: a network
+  // or slurmctld event, so suspicion alone takes none of them.
+  bool crowd = false;
 };
 
-// Why the node is at fault, or nothing. A FAIL mark counts only when a
-// health check set it ("Action:Replace <check>: <detail>"); an admin's bare
-// "Action:Replace" lets running jobs finish first. Such a mark's why starts
-// with kCheckFailed. A node that left the job is a fault only when Slurm
-// shows it DOWN, not responding or FAIL; otherwise the job was shrunk under
-// the step, which is no node's fault.
-std::optional<std::string> node_fault(const NodeHealth& node, unsigned probes_needed);
+// What the controller makes of a node (docs/resume.md, "Evidence before
+// action"). Evidence takes it: slurmctld no longer knows it, Slurm set it
+// DOWN, a health check marked it FAIL ("Action:Replace <check>: <detail>";
+// an admin's bare "Action:Replace" lets running jobs finish first, and such
+// a mark's why starts with kCheckFailed). Suspicion (Slurm's not
+// responding, the probes' silence) takes it only once its own agent is
+// silent too, or where no agent runs on it; never while its agent beats or
+// while a crowd is suspected. A node that left the job is a fault only when
+// Slurm shows it DOWN or FAIL, or it is suspected as above; otherwise the
+// job was shrunk under the step, which is no node's fault.
+struct NodeLook {
+  std::optional<std::string> fault;    // taken, and why
+  std::optional<std::string> suspect;  // suspected and not taken: why, and why not
+};
+NodeLook look_at(const NodeHealth& node);
 inline constexpr std::string_view kCheckFailed = "a health check failed: ";
 
 // Whether `silent` of the `heard` nodes falling silent at once is more

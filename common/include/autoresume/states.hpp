@@ -78,6 +78,10 @@ enum class EventKind {
   // the resume engine's probes
   probe_crowd,
   probe_disputed,
+  // evidence before action (docs/resume.md)
+  suspected,
+  suspect_cleared,
+  suspect_crowd,
   // guard rails (docs/guard.md)
   would,
   paused,
@@ -111,7 +115,7 @@ struct Table<NodeRepairState> {
 };
 template <>
 struct Table<EventKind> {
-  static constexpr std::array<std::string_view, 41> value{
+  static constexpr std::array<std::string_view, 44> value{
       "registered",      "ended",           "detected",
       "node_out",        "spare_taken",     "replaced",
       "replaced_all",    "expand_helper",   "expand_retry",
@@ -124,6 +128,7 @@ struct Table<EventKind> {
       "marked",          "stalled",         "heartbeat_crowd",
       "heartbeat_late",  "no_provider",     "spare_added",
       "spares_short",    "probe_crowd",     "probe_disputed",
+      "suspected",       "suspect_cleared", "suspect_crowd",
       "would",           "paused",          "unpaused",
       "breaker_tripped", "actions_resumed"};
 };
