@@ -64,15 +64,16 @@ constexpr std::string_view kKnownKeys =
     "max_unauthenticated, max_user_connections, reserved_fds, privileged_connections, "
     "mode, max_marks_per_hour, max_replacements_per_hour, breaker_reset_after, "
     "node_provisioning, groups_dir, "
-    "provision_command, provision_timeout, max_parallel_creates, create_backoff, "
+    "provision_command, provision_timeout, create_timeout, max_parallel_creates, create_backoff, "
     "create_alert_after, capacity_backoff, max_bootstrap_failures, min_count_timeout, "
     "lifecycle_log_dir, orphan_timeout, slurm_conf, slurm_conf_include, "
     "slurmctld_restart_command, slurmctld_restart_timeout";
 
 // The provisioning keys but node_provisioning itself.
-constexpr std::array<std::string_view, 15> kProvisionKeys = {"groups_dir",
+constexpr std::array<std::string_view, 16> kProvisionKeys = {"groups_dir",
                                                              "provision_command",
                                                              "provision_timeout",
+                                                             "create_timeout",
                                                              "max_parallel_creates",
                                                              "create_backoff",
                                                              "create_alert_after",
@@ -208,6 +209,9 @@ bool apply_provision(ProvisionConfig& config, const std::string& key, const std:
     config.command = parse_absolute_path(key, value);
   } else if (key == "provision_timeout") {
     config.timeout = parse_seconds(key, value, hours{24}, seconds{1});
+  } else if (key == "create_timeout") {
+    config.create_timeout = value == "0" ? std::chrono::milliseconds{0}
+                                         : parse_seconds(key, value, hours{24}, seconds{1});
   } else if (key == "max_parallel_creates") {
     config.max_parallel_creates = static_cast<unsigned>(parse_uint(key, value, 1, 10'000));
   } else if (key == "create_backoff") {
@@ -470,6 +474,7 @@ std::string render(const DaemonConfig& config) {
         << "groups_dir=" << p.groups_dir.string() << "\n"
         << "provision_command=" << p.command.string() << "\n"
         << "provision_timeout=" << seconds_text(p.timeout) << "\n"
+        << "create_timeout=" << seconds_text(p.create_timeout) << "\n"
         << "max_parallel_creates=" << p.max_parallel_creates << "\n"
         << "create_backoff=" << seconds_text(p.create_backoff) << "\n"
         << "create_alert_after=" << p.create_alert_after << "\n"
@@ -557,6 +562,13 @@ std::vector<std::string> config_warnings(const DaemonConfig& config) {
         " or more, or lower provider_timeout or register_timeout to what a replacement takes");
   }
   budget_warnings(config, warnings);
+  if (const auto& p = config.provision; p.mode == Provisioning::continuous &&
+                                        p.create_timeout.count() > 0 &&
+                                        p.create_timeout >= p.timeout)
+    warnings.push_back("create_timeout=" + seconds_text(p.create_timeout) +
+                       " s is not shorter than provision_timeout=" + seconds_text(p.timeout) +
+                       " s: a hung create is killed at provision_timeout before it is abandoned; "
+                       "lower create_timeout");
   const auto srun_default = PluginConfig{}.verdict_timeout;
   if (verdict_wait(config) > srun_default) {
     const auto wait = seconds_text(verdict_wait(config));

@@ -137,12 +137,14 @@ Provisioner::Provisioner(Store& store, const DaemonConfig& config, slurm::SlurmA
 }
 
 Provisioner::~Provisioner() {
-  if (!work_.empty() || listing_ || !orphan_calls_.empty() || restarting_) runner_.cancel_all();
+  if (!work_.empty() || listing_ || !orphan_calls_.empty() || !abandoned_.empty() || restarting_)
+    runner_.cancel_all();
   if (restarting_) restart_call_.wait();
   for (auto& [node, work] : work_)
     if (work.calling) work.call.wait();
   if (listing_) list_call_.wait();
   for (auto& [key, call] : orphan_calls_) call.wait();
+  for (auto& [key, hung] : abandoned_) hung.call.wait();
 }
 
 provision::Millis Provisioner::now() const { return Millis{clock_.unix_now() * 1000}; }
@@ -757,12 +759,76 @@ void Provisioner::launch(provision::Group& group, provision::Slot& slot,
                       "AR_LIFECYCLE_SCRIPT=" + group.spec.lifecycle_script,
                       "AR_LIFECYCLE_LOG=" + log, "AR_NODE_CONF=" + group.spec.node_conf});
     work.calling = true;
+    work.called_at = now();
     return;
   }
-  if (work.call.wait_for(std::chrono::seconds{0}) != std::future_status::ready) return;
+  if (work.call.wait_for(std::chrono::seconds{0}) != std::future_status::ready) {
+    const auto limit = std::chrono::duration_cast<Millis>(settings_.create_timeout);
+    if (limit.count() > 0 && now() - work.called_at >= limit) abandon(group, slot, work);
+    return;
+  }
   const auto result = work.call.get();
   work_.erase(it);
   created(group, slot, result);
+}
+
+void Provisioner::abandon(provision::Group& group, provision::Slot& slot, Work& work) {
+  const auto name = group.spec.node(slot.index);
+  const auto token = provision::token(group, slot);
+  const auto key = token + "#" + std::to_string(work.called_at.count());
+  abandoned_.emplace(key, Abandoned{group.spec.name, name, work.called_at, std::move(work.call)});
+  work_.erase(name);
+  CommandResult result;
+  result.error = fmt::format(
+      "no answer within create_timeout={} s: abandoned for another try (the call goes on until "
+      "provision_timeout; an instance it makes is terminated)",
+      std::chrono::duration_cast<std::chrono::seconds>(settings_.create_timeout).count());
+  log::warn("group {} node {}: create (token {}) {}", group.spec.name, name, token, result.error);
+  add_cluster_event("create_abandoned", "warning", group.spec.name, name,
+                    fmt::format("create (token {}): {}", token, result.error));
+  created(group, slot, result);
+}
+
+void Provisioner::reap_abandoned() {
+  for (auto it = abandoned_.begin(); it != abandoned_.end();) {
+    auto& hung = it->second;
+    if (hung.call.wait_for(std::chrono::seconds{0}) != std::future_status::ready) {
+      ++it;
+      continue;
+    }
+    const auto result = hung.call.get();
+    const auto token = it->first.substr(0, it->first.find('#'));
+    const auto after = (now() - hung.called_at).count() / 1000;
+    std::string id;
+    std::string why = failure(result);
+    if (result.status == 0 || result.status == 65) {
+      try {
+        id = parse_create_output(result.output).instance_id;
+      } catch (const std::invalid_argument& e) {
+        why = e.what();
+      }
+    }
+    if (!id.empty()) {
+      const auto key = token + " " + id;
+      reaped_.insert(key);
+      if (!orphan_calls_.contains(key))
+        orphan_calls_.emplace(
+            key, call({settings_.command.string(), "terminate", hung.group, hung.node, id}, {}));
+      add_cluster_event("create_abandoned", "warning", hung.group, hung.node,
+                        fmt::format("the abandoned create (token {}) returned instance {} after "
+                                    "{} s: terminating it",
+                                    token, id, after));
+    } else {
+      add_cluster_event(
+          "create_abandoned", "info", hung.group, hung.node,
+          fmt::format(
+              "the abandoned create (token {}) returned after {} s with no instance to "
+              "terminate ({}){}",
+              token, after, why,
+              result.status == 0 ? "; an instance it made is found by `list` as an orphan" : ""));
+    }
+    it = abandoned_.erase(it);
+  }
 }
 
 void Provisioner::created(provision::Group& group, provision::Slot& slot,
@@ -1027,18 +1093,22 @@ void Provisioner::sweep_orphans() {
     if (result.status == 0) {
       orphans_.erase(key);
       said_.erase("orphan/" + key);
-      add_cluster_event("orphan_terminated", "warning", parts ? parts->group : "",
-                        parts ? parts->node : "",
-                        fmt::format("instance {} (token {}) was unknown to the controller for "
-                                    "{} s: terminated",
-                                    key.substr(key.find(' ') + 1), key.substr(0, key.find(' ')),
-                                    timeout.count() / 1000));
+      add_cluster_event(
+          "orphan_terminated", "warning", parts ? parts->group : "", parts ? parts->node : "",
+          reaped_.erase(key) > 0
+              ? fmt::format("instance {} (token {}), made by an abandoned create: terminated",
+                            key.substr(key.find(' ') + 1), key.substr(0, key.find(' ')))
+              : fmt::format("instance {} (token {}) was unknown to the controller for {} s: "
+                            "terminated",
+                            key.substr(key.find(' ') + 1), key.substr(0, key.find(' ')),
+                            timeout.count() / 1000));
     } else {
       say_once("orphan/" + key, parts ? parts->group : "",
                "the terminate of unknown instance " + key + " failed: " + failure(result));
     }
     it = orphan_calls_.erase(it);
   }
+  if (timeout.count() == 0) return;  // terminates of abandoned creates only
   if (!listing_) {
     if (now() < next_list_) return;
     list_call_ = call({settings_.command.string(), "list"}, {});
@@ -1116,7 +1186,8 @@ void Provisioner::tick(const NodeMap& nodes, bool repairing) {
     }
   }
   add(provision::update_status(cluster_));
-  if (settings_.orphan_timeout.count() > 0) sweep_orphans();
+  reap_abandoned();
+  if (settings_.orphan_timeout.count() > 0 || !orphan_calls_.empty()) sweep_orphans();
   save();
 }
 

@@ -104,8 +104,23 @@ class Provisioner {
     Millis since{0};
     std::future<CommandResult> call;
     bool calling = false;
-    bool force = false;  // power_down: POWER_DOWN_FORCE, not _ASAP
+    bool force = false;   // power_down: POWER_DOWN_FORCE, not _ASAP
+    Millis called_at{0};  // create: when its call started
   };
+  // Creates abandoned after create_timeout (token -> the call, still
+  // running): an instance one makes once it returns is terminated.
+  struct Abandoned {
+    std::string group;
+    std::string node;
+    Millis called_at{0};
+    std::future<CommandResult> call;
+  };
+  std::map<std::string, Abandoned> abandoned_;
+  std::set<std::string> reaped_;  // "TOKEN INSTANCE" of abandoned creates' instances
+  // Gives a hung create up for another try of its slot.
+  void abandon(provision::Group& group, provision::Slot& slot, Work& work);
+  // Abandoned creates that returned: what they made is terminated.
+  void reap_abandoned();
 
   Millis now() const;
   // Merge mode: the controller writes slurm_conf_include.

@@ -34,7 +34,7 @@ settings=(listen metrics_listen state_dir provider max_attempts attempt_window h
   auth_timeout max_unauthenticated max_user_connections reserved_fds privileged_connections
   mode max_marks_per_hour max_replacements_per_hour breaker_reset_after
   spares provider_command notify_command munge_socket local_restart_command heartbeat_bind
-  node_provisioning groups_dir provision_command provision_timeout max_parallel_creates
+  node_provisioning groups_dir provision_command provision_timeout create_timeout max_parallel_creates
   create_backoff create_alert_after capacity_backoff max_bootstrap_failures min_count_timeout
   lifecycle_log_dir orphan_timeout slurm_conf slurm_conf_include slurmctld_restart_command
   slurmctld_restart_timeout)

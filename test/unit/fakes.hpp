@@ -163,6 +163,9 @@ class FakeRunner final : public CommandRunner {
   void set_result(CommandResult result);
   void set_hang(bool hang);
   void release();
+  // The same, the released run returning `result` (a hung call that
+  // comes back after all).
+  void release(CommandResult result);
   std::vector<std::vector<std::string>> calls() const;
 
  private:
@@ -172,6 +175,7 @@ class FakeRunner final : public CommandRunner {
   bool hang_ = false;
   int hung_ = 0;      // runs blocked now
   int releases_ = 0;  // releases not yet taken by a hung run
+  std::optional<CommandResult> released_result_;
   bool cancelled_ = false;
   std::vector<std::vector<std::string>> calls_;
 };

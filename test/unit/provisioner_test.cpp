@@ -570,3 +570,49 @@ TEST_CASE("provisioner says once that the provider's list fails, and looks again
   CHECK_THAT(said[0].detail, Catch::Contains("the provider's list failed (orphans are not "
                                              "looked for): exit 2"));
 }
+
+TEST_CASE(
+    "a create hung past create_timeout is abandoned for another try, and what it makes is "
+    "terminated once it returns",
+    "[provisioner]") {
+  Rig rig;
+  rig.config.provision.create_timeout = 60s;
+  rig.write_group("a", kComputeGroup);
+  rig.add_slots("a-", 2);
+  rig.runner.set_hang(true);
+  rig.start();
+  REQUIRE(rig.tick_until([&] { return rig.runner.calls().size() == 1; }));
+  CHECK(rig.provider_calls().back() == "create a a-1 a:a-1:1");
+  rig.runner.set_hang(false);  // the next calls answer; the first stays hung
+  rig.clock.advance(59s);
+  rig.tick();
+  CHECK(rig.events("create_abandoned").empty());
+  rig.clock.advance(1s);
+  rig.tick();
+  const auto abandoned = rig.events("create_abandoned");
+  REQUIRE(abandoned.size() == 1);
+  CHECK(abandoned[0].detail ==
+        "create (token a:a-1:1): no answer within create_timeout=60 s: abandoned for another try "
+        "(the call goes on until provision_timeout; an instance it makes is terminated)");
+  // The slot goes down and tries again after create_backoff (10 s), with a
+  // new token, while the first call still hangs.
+  rig.tick();
+  rig.slurm.finish_power_down("a-1");
+  rig.clock.advance(10s);
+  REQUIRE(rig.tick_until([&] { return rig.runner.calls().size() == 2; }));
+  CHECK(rig.provider_calls().back() == "create a a-1 a:a-1:2");
+  REQUIRE(rig.tick_until([&] { return rig.phase_is(1, SlotPhase::joining); }));
+  // The hung call returns after all, with an instance: it is terminated.
+  rig.runner.release({0, "instance_id=i-hung\n", ""});
+  REQUIRE(rig.tick_until([&] {
+    const auto calls = rig.provider_calls();
+    return std::ranges::find(calls, "terminate a a-1 i-hung") != calls.end();
+  }));
+  REQUIRE(rig.tick_until([&] { return rig.events("orphan_terminated").size() == 1; }));
+  CHECK(rig.events("orphan_terminated")[0].detail ==
+        "instance i-hung (token a:a-1:1), made by an abandoned create: terminated");
+  CHECK(rig.events("create_abandoned").back().detail ==
+        "the abandoned create (token a:a-1:1) returned instance i-hung after 70 s: terminating it");
+  CHECK(rig.phase_is(1, SlotPhase::joining));
+  CHECK(rig.slot(1).instance_id == "i-1");  // the new try's instance stays
+}

@@ -68,7 +68,11 @@ struct ProvisionConfig {
   // terminate GROUP NODE INSTANCE_ID`, `PROGRAM list` (contract v2).
   std::filesystem::path command;
   std::chrono::milliseconds timeout{900'000};  // one call of it
-  unsigned max_parallel_creates = 16;          // creates in flight, all groups
+  // A create that has not returned within create_timeout is abandoned: the
+  // slot tries again (a new token) and whatever the hung call makes once
+  // it returns is terminated. 0: wait for `timeout`.
+  std::chrono::milliseconds create_timeout{300'000};
+  unsigned max_parallel_creates = 16;  // creates in flight, all groups
   // A slot's retryable failed create waits create_backoff, doubled for each
   // further one up to 600 s; an alert event after create_alert_after in a row.
   std::chrono::milliseconds create_backoff{10'000};
