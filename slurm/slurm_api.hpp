@@ -101,7 +101,8 @@ class SlurmApi {
   // The uid of SlurmUser from slurmctld's configuration.
   virtual uid_t slurm_user_uid() = 0;
 
-  // All nodes. The reference stays valid until the next call; one caller
+  // All nodes. The reference stays valid until the next call that
+  // succeeds (one that throws leaves the last list as it was); one caller
   // thread only (the engine's): others use load_node.
   virtual const std::vector<NodeInfo>& load_nodes() = 0;
   // One node as slurmctld knows it now, from any thread.

@@ -319,9 +319,15 @@ bool NodeKeeper::mark_unheard(const std::string& node, double age, const std::st
   try {
     slurm_.set_node_fail(node, reason);
   } catch (const std::exception& e) {
-    log::warn("{}: cannot mark it FAIL ({}): {}", node, reason, e.what());
+    // Said once while it fails the same way (slurmctld away: tried at each look).
+    if (auto& said = errors_said_["mark " + node]; said != e.what()) {
+      said = e.what();
+      log::warn("{}: cannot mark it FAIL ({}): {}", node, reason, e.what());
+    }
+    gate_.settled(Gate::Counted::mark, {node});  // not done: it counts when it is
     return false;
   }
+  errors_said_.erase("mark " + node);
   {
     std::lock_guard lock(mutex_);
     heard_.erase(node);  // watched again once its agent is heard again

@@ -28,6 +28,7 @@ Engine::Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper, slu
 Engine::~Engine() { stop(); }
 
 void Engine::start() {
+  outbox_.start();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -38,6 +39,7 @@ void Engine::stop() {
   }
   wakeup_.notify_all();
   if (thread_.joinable()) thread_.join();
+  outbox_.stop();
 }
 
 void Engine::wake() {
@@ -89,8 +91,26 @@ void Engine::tick() {
       return false;
     }
   });
+  // slurmctld away: the last list goes on (the heartbeat watch and the
+  // probes keep their deadlines); nothing can be done in Slurm meanwhile.
+  const std::vector<slurm::NodeInfo>* listed = nullptr;
+  try {
+    listed = &slurm_.load_nodes();
+    last_listed_ = listed;
+    if (slurm_away_) log::info("slurmctld answers again: the node list is fresh");
+    slurm_away_ = false;
+  } catch (const std::exception& e) {
+    if (last_listed_ == nullptr) throw;
+    listed = last_listed_;
+    if (!slurm_away_)
+      log::warn(
+          "cannot load the nodes from slurmctld ({}): the heartbeat watch and the probes go on "
+          "with the last list; nothing is changed in Slurm until it answers",
+          e.what());
+    slurm_away_ = true;
+  }
   NodeMap nodes;
-  for (const auto& node : slurm_.load_nodes()) nodes[node.name] = &node;
+  for (const auto& node : *listed) nodes[node.name] = &node;
   std::set<std::string> protected_nodes;
   std::set<std::string> active;
   for (const auto& step : steps) {
@@ -105,7 +125,7 @@ void Engine::tick() {
   } catch (const std::exception& e) {
     log::warn("node keeper: {}", e.what());  // the protected steps come first
   }
-  if (provisioner_ != nullptr) {
+  if (provisioner_ != nullptr && !slurm_away_) {
     try {
       // No slurmctld restart for the include file while a step is repaired
       // or a node replaced.
@@ -605,14 +625,17 @@ void Engine::tell_job(const StoredStep& step) {
                       ? " on " + step.repair["relaunch"].value("nodelist", std::string())
                   : step.verdict == Verdict::relaunch ? std::string()
                                                       : ": " + shortened(step.message, 160));
-  try {
-    const auto job = slurm_.load_job(step.step.job_id);
-    if (!job) return;
-    slurm_.set_admin_comment(step.step.job_id, with_story(job->admin_comment, printable(entry)));
-  } catch (const std::exception& e) {
-    log::warn("job {}: cannot write its resume into its AdminComment: {}", step.step.job_id,
-              e.what());
-  }
+  // Off the tick: slurmctld may take seconds to answer (or refuse) it.
+  const auto id = step.step.job_id;
+  outbox_.post(fmt::format("job {}: its AdminComment", id), [this, id, entry = printable(entry)] {
+    try {
+      const auto job = slurm_.load_job(id);
+      if (!job) return;
+      slurm_.set_admin_comment(id, with_story(job->admin_comment, entry));
+    } catch (const std::exception& e) {
+      log::warn("job {}: cannot write its resume into its AdminComment: {}", id, e.what());
+    }
+  });
 }
 
 void Engine::save(StoredStep& step, EventKind kind, const std::string& detail) {

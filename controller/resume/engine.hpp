@@ -32,6 +32,7 @@
 #include "nodes/probe.hpp"
 #include "provision/provisioner.hpp"
 #include "resume/exit_reports.hpp"
+#include "resume/outbox.hpp"
 #include "resume/verdict_asks.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
@@ -65,6 +66,9 @@ class Engine {
   // Continuous provisioning has its turn on the engine's thread too, after
   // the node keeper, with the same node list (none: it is off).
   void share_provisioner(Provisioner* provisioner) { provisioner_ = provisioner; }
+  // The calls no decision waits on (tell_job's): on their own thread once
+  // the engine starts (tests start it by hand, and drain it).
+  Outbox& outbox() { return outbox_; }
 
  private:
   using Steady = Clock::Steady;
@@ -233,6 +237,10 @@ class Engine {
   // again), with why: their `suspected` event is out.
   std::map<std::string, std::string> suspects_;
   Steady::time_point last_prune_{};
+  // The last node list slurmctld gave (load_nodes keeps it while a call
+  // fails), and whether the last call failed.
+  const std::vector<slurm::NodeInfo>* last_listed_ = nullptr;
+  bool slurm_away_ = false;
   // Errors already logged, per step, so a persisting one is logged once.
   std::map<std::string, std::string> last_error_;
   // The nodes each step runs on, from slurmctld.
@@ -251,6 +259,7 @@ class Engine {
 
   ExitReports* exit_reports_ = nullptr;
   const VerdictAsks* verdict_asks_ = nullptr;
+  Outbox outbox_;
 
   std::thread thread_;
   std::mutex mutex_;

@@ -236,12 +236,12 @@ TEST_CASE("a repair ends within repair_timeout while slurmctld cannot be asked",
   rig.slurm.nodes["node3"].down = true;
   rig.engine->tick();
   REQUIRE(rig.step().phase == RepairPhase::node_out);
-  rig.slurm.reachable = false;  // every tick fails once it asks for the nodes
+  rig.slurm.reachable = false;  // every call to slurmctld fails (the last node list goes on)
   rig.clock.advance(30s);
-  CHECK_THROWS(rig.engine->tick());
+  rig.engine->tick();
   CHECK(rig.step().state == StepState::repairing);
   rig.clock.advance(31s);
-  CHECK_THROWS(rig.engine->tick());
+  rig.engine->tick();
   CHECK(rig.step().verdict == Verdict::give_up);
   CHECK(rig.step().message ==
         "the repair did not finish within repair_timeout=60 s (it got to "

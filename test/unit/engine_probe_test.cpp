@@ -349,3 +349,30 @@ TEST_CASE("a flapping slurmd that never misses probe_failures probes in a row is
   }
   CHECK(rig.step().state != StepState::registered);
 }
+
+TEST_CASE(
+    "while slurmctld cannot be asked the heartbeat watch goes on: no stall, no deadline "
+    "reset",
+    "[engine][evidence]") {
+  ProbeRig rig;
+  rig.config.heartbeat_timeout = 10s;
+  rig.run_for(2);
+  rig.slurm.reachable = false;
+  // node3 freezes meanwhile: its agent falls silent, its slurmd does not answer.
+  rig.kill("node3");
+  for (int i = 0; i < 40; ++i) {  // 20 s of looks, twice a second
+    rig.beat_all();
+    rig.engine->tick();
+    rig.clock.advance(500ms);
+  }
+  rig.slurm.reachable = true;
+  CHECK_FALSE(rig.has_event("stalled"));
+  // The marks Slurm refused meanwhile were not counted: no breaker.
+  CHECK_FALSE(rig.has_event("breaker_tripped"));
+  // Its deadline ran on while slurmctld was away: marked as soon as Slurm
+  // takes the mark (the cross-check's 5 s have passed), not heartbeat_timeout later.
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("fail node3 Action:Replace heartbeat: no heartbeat for"));
+  rig.run_for(2);
+  CHECK(rig.step().verdict == Verdict::relaunch);
+}

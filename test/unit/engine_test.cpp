@@ -2,6 +2,8 @@
 // memory, a clock moved by hand. These pin what the engine does today; a test whose name says
 // "(today and issue N flips it)" pins behaviour that issue changes.
 
+#include <thread>
+
 #include "engine_rig.hpp"
 
 TEST_CASE("a DOWN node of a protected step is taken out and the step relaunched", "[engine]") {
@@ -526,4 +528,40 @@ TEST_CASE("a node that failed this job before is not chosen again but its new in
   node3.slurmd_start_time += 100;                     // replaced meanwhile
   rig.engine->tick();
   CHECK(rig.step(1).verdict == Verdict::relaunch);
+}
+
+TEST_CASE("a slow AdminComment update holds up no other job's repair", "[engine][outbox]") {
+  Rig rig(8);
+  rig.config.backoff = 0ms;
+  rig.protect();  // job 10 on node1-4
+  rig.slurm.add_job(20, 1000, {"node5", "node6"});
+  rig.slurm.add_step(20, 0, "node[5-6]");
+  ar::proto::StepRegistration other;
+  other.job_id = 20;
+  other.run_id = "r2";
+  other.argv = {"srun", "--auto-resume=1", "train"};
+  other.cwd = "/w";
+  other.nodelist = "node[5-6]";
+  REQUIRE(rig.store->register_step(other, 1000) == ar::Store::Insert::created);
+  rig.engine->outbox().start();
+  // slurmctld takes its time with AdminComment updates (without slurmdbd
+  // it refuses each after 5 s).
+  rig.slurm.hold_admin_comments(true);
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().verdict == Verdict::relaunch);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!rig.slurm.admin_comment_waiting() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(rig.slurm.admin_comment_waiting());  // the tick did not wait for it
+  // Another job's node dies meanwhile: repaired at the next look.
+  rig.slurm.nodes["node6"].down = true;
+  rig.engine->tick();
+  CHECK(rig.store->find("r2", 0).value().verdict == Verdict::relaunch);
+  rig.slurm.hold_admin_comments(false);
+  rig.engine->outbox().drain();
+  CHECK(rig.slurm.jobs.at(10).admin_comment.find("attempt 0: node3 failed, relaunch on") !=
+        std::string::npos);
+  CHECK(rig.slurm.jobs.at(20).admin_comment.find("attempt 0: node6 failed, relaunch on") !=
+        std::string::npos);
 }

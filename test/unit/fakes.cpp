@@ -51,8 +51,23 @@ void ManualClock::reboot(std::chrono::milliseconds down) {
   now_ += down;
 }
 
-void FakeSlurm::check_reachable() const {
+std::unique_lock<std::recursive_mutex> FakeSlurm::check_reachable() const {
+  std::unique_lock lock(calls_mutex_);
   if (!reachable) throw slurm::SlurmError("Unable to contact slurm controller (fake)", 1);
+  return lock;
+}
+
+void FakeSlurm::hold_admin_comments(bool hold) {
+  {
+    std::lock_guard lock(hold_mutex_);
+    admin_held_ = hold;
+  }
+  hold_changed_.notify_all();
+}
+
+bool FakeSlurm::admin_comment_waiting() const {
+  std::lock_guard lock(hold_mutex_);
+  return admin_waiting_ > 0;
 }
 
 slurm::NodeInfo& FakeSlurm::node(const std::string& name) {
@@ -120,19 +135,19 @@ bool FakeSlurm::updated(const std::string& prefix) const {
 }
 
 std::optional<slurm::JobInfo> FakeSlurm::load_job(std::uint32_t job_id) {
-  check_reachable();
+  const auto held = check_reachable();
   const auto it = jobs.find(job_id);
   if (it == jobs.end()) return std::nullopt;
   return it->second;
 }
 
 uid_t FakeSlurm::slurm_user_uid() {
-  check_reachable();
+  const auto held = check_reachable();
   return slurm_user;
 }
 
 const std::vector<slurm::NodeInfo>& FakeSlurm::load_nodes() {
-  check_reachable();
+  const auto held = check_reachable();
   listed_.clear();
   for (auto [name, n] : nodes) {
     n.allocated = std::any_of(jobs.begin(), jobs.end(), [&](const auto& entry) {
@@ -147,24 +162,24 @@ const std::vector<slurm::NodeInfo>& FakeSlurm::load_nodes() {
 }
 
 std::optional<slurm::NodeInfo> FakeSlurm::load_node(const std::string& name) {
-  check_reachable();
+  const auto held = check_reachable();
   const auto it = nodes.find(name);
   if (it == nodes.end()) return std::nullopt;
   return it->second;
 }
 
 std::map<std::string, std::vector<std::string>> FakeSlurm::partitions() {
-  check_reachable();
+  const auto held = check_reachable();
   return partition_nodes;
 }
 
 std::map<std::string, std::vector<std::string>> FakeSlurm::reservations() {
-  check_reachable();
+  const auto held = check_reachable();
   return reservation_nodes;
 }
 
 void FakeSlurm::set_node_fail(const std::string& name, const std::string& reason) {
-  check_reachable();
+  const auto held = check_reachable();
   auto& n = node(name);
   n.fail = true;
   n.reason = reason;
@@ -172,7 +187,7 @@ void FakeSlurm::set_node_fail(const std::string& name, const std::string& reason
 }
 
 void FakeSlurm::set_node_down(const std::string& name, const std::string& reason) {
-  check_reachable();
+  const auto held = check_reachable();
   auto& n = node(name);
   n.down = true;
   n.reason = reason;
@@ -180,7 +195,7 @@ void FakeSlurm::set_node_down(const std::string& name, const std::string& reason
 }
 
 void FakeSlurm::set_node_drain(const std::string& name, const std::string& reason) {
-  check_reachable();
+  const auto held = check_reachable();
   auto& n = node(name);
   n.drain = true;
   n.reason = reason;
@@ -188,7 +203,7 @@ void FakeSlurm::set_node_drain(const std::string& name, const std::string& reaso
 }
 
 void FakeSlurm::resume_node(const std::string& name) {
-  check_reachable();
+  const auto held = check_reachable();
   auto& n = node(name);
   n.fail = n.down = n.drain = false;
   n.reason.clear();
@@ -196,7 +211,7 @@ void FakeSlurm::resume_node(const std::string& name) {
 }
 
 void FakeSlurm::undrain_node(const std::string& name) {
-  check_reachable();
+  const auto held = check_reachable();
   auto& n = node(name);
   n.drain = false;
   n.reason.clear();
@@ -205,7 +220,7 @@ void FakeSlurm::undrain_node(const std::string& name) {
 
 // As measured on Slurm 22.05: POWER_UP keeps a drain but drops its Reason.
 void FakeSlurm::power_up(const std::string& name) {
-  check_reachable();
+  const auto held = check_reachable();
   auto& n = node(name);
   n.powered_down = false;
   n.powering_up = true;
@@ -216,7 +231,7 @@ void FakeSlurm::power_up(const std::string& name) {
 // The slot starts powering down at once, which clears any drain (as Slurm
 // does); finish_power_down ends it.
 void FakeSlurm::power_down(const std::string& name, const std::string& how) {
-  check_reachable();
+  const auto held = check_reachable();
   auto& n = node(name);
   n.powering_down = true;
   n.powering_up = false;
@@ -229,7 +244,7 @@ void FakeSlurm::power_down(const std::string& name, const std::string& how) {
 // powering up (its slurmd has not registered) as it is; only _FORCE acts.
 void FakeSlurm::power_down_asap(const std::string& name) {
   if (node(name).powering_up) {
-    check_reachable();
+    const auto held = check_reachable();
     updates.push_back("power_down_asap " + name + " (ignored: powering up)");
     return;
   }
@@ -247,7 +262,7 @@ void FakeSlurm::finish_power_down(const std::string& name) {
 
 void FakeSlurm::set_node_address(const std::string& name, const std::string& address,
                                  const std::string& hostname) {
-  check_reachable();
+  const auto held = check_reachable();
   auto& n = node(name);
   n.address = address;
   if (!hostname.empty()) n.hostname = hostname;
@@ -255,7 +270,7 @@ void FakeSlurm::set_node_address(const std::string& name, const std::string& add
 }
 
 void FakeSlurm::shrink_job(std::uint32_t job_id, const std::string& nodelist) {
-  check_reachable();
+  const auto held = check_reachable();
   auto& j = job(job_id);
   j.hosts = slurm::expand_hostlist(nodelist);
   j.nodes = nodelist;
@@ -264,38 +279,46 @@ void FakeSlurm::shrink_job(std::uint32_t job_id, const std::string& nodelist) {
 }
 
 std::optional<std::string> FakeSlurm::step_nodes(std::uint32_t job_id, std::uint32_t step_id) {
-  check_reachable();
+  const auto held = check_reachable();
   const auto it = steps.find({job_id, step_id});
   if (it == steps.end()) return std::nullopt;
   return it->second;
 }
 
 bool FakeSlurm::step_exists(std::uint32_t job_id, std::uint32_t step_id) {
-  check_reachable();
+  const auto held = check_reachable();
   return steps.contains({job_id, step_id});
 }
 
 void FakeSlurm::kill_step(std::uint32_t job_id, std::uint32_t step_id) {
-  check_reachable();
+  const auto held = check_reachable();
   if (lingering_steps.erase({job_id, step_id}) == 0) steps.erase({job_id, step_id});
   updates.push_back("kill_step " + std::to_string(job_id) + "." + std::to_string(step_id));
 }
 
 std::optional<bool> FakeSlurm::step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
                                                  const std::string& nodelist) {
-  check_reachable();
+  const auto held = check_reachable();
   daemons_asked.push_back(std::to_string(job_id) + "." + std::to_string(step_id) + " " + nodelist);
   if (daemons_unknown) return std::nullopt;
   return step_daemons.contains({job_id, step_id});
 }
 
 void FakeSlurm::set_admin_comment(std::uint32_t job_id, const std::string& text) {
-  check_reachable();
+  {
+    // A slow slurmctld: held (without the fake's lock) until released, at
+    // most 10 s.
+    std::unique_lock lock(hold_mutex_);
+    ++admin_waiting_;
+    hold_changed_.wait_for(lock, std::chrono::seconds{10}, [this] { return !admin_held_; });
+    --admin_waiting_;
+  }
+  const auto held = check_reachable();
   job(job_id).admin_comment = text;
 }
 
 void FakeSlurm::requeue(std::uint32_t job_id) {
-  check_reachable();
+  const auto held = check_reachable();
   auto& j = job(job_id);
   j.running = false;
   j.pending = true;
@@ -307,7 +330,7 @@ void FakeSlurm::requeue(std::uint32_t job_id) {
 std::uint32_t FakeSlurm::submit_expand_helper(const slurm::JobInfo& of,
                                               const std::string& node_name,
                                               const std::string& name) {
-  check_reachable();
+  const auto held = check_reachable();
   if (refuse_helpers.contains(node_name))
     throw slurm::SlurmError("Requested node configuration is not available (fake)", 4);
   const auto id = next_job_id_++;
@@ -326,7 +349,7 @@ std::uint32_t FakeSlurm::submit_expand_helper(const slurm::JobInfo& of,
 }
 
 void FakeSlurm::merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {
-  check_reachable();
+  const auto held = check_reachable();
   if (unlinked_helpers.contains(helper_id))
     throw slurm::HelperUnlinked("cannot hand the nodes of job " + std::to_string(helper_id) +
                                     " to job " + std::to_string(job_id) +
@@ -343,7 +366,7 @@ void FakeSlurm::merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_i
 }
 
 std::vector<std::uint32_t> FakeSlurm::live_jobs_named(const std::string& name, uid_t owner) {
-  check_reachable();
+  const auto held = check_reachable();
   std::vector<std::uint32_t> out;
   for (const auto& [id, j] : jobs)
     if (j.name == name && j.uid == owner && (j.running || j.pending)) out.push_back(id);
@@ -351,7 +374,7 @@ std::vector<std::uint32_t> FakeSlurm::live_jobs_named(const std::string& name, u
 }
 
 void FakeSlurm::cancel_job(std::uint32_t job_id) {
-  check_reachable();
+  const auto held = check_reachable();
   jobs.erase(job_id);
   updates.push_back("cancel " + std::to_string(job_id));
 }

@@ -90,6 +90,9 @@ class FakeSlurm final : public slurm::SlurmApi {
   void start_job(std::uint32_t id);
   // A powering-down CLOUD node is powered down (and hidden) now.
   void finish_power_down(const std::string& name);
+  // While held, set_admin_comment waits (a slurmctld slow to answer it).
+  void hold_admin_comments(bool hold);
+  bool admin_comment_waiting() const;
   // Whether an update starting with `prefix` was made.
   bool updated(const std::string& prefix) const;
 
@@ -127,7 +130,14 @@ class FakeSlurm final : public slurm::SlurmApi {
   void cancel_job(std::uint32_t job_id) override;
 
  private:
-  void check_reachable() const;
+  // Throws while unreachable; else holds the fake's lock for the call (the
+  // engine's outbox calls it from a thread of its own).
+  std::unique_lock<std::recursive_mutex> check_reachable() const;
+  mutable std::recursive_mutex calls_mutex_;
+  mutable std::mutex hold_mutex_;
+  std::condition_variable hold_changed_;
+  bool admin_held_ = false;
+  int admin_waiting_ = 0;
   // POWER_DOWN_ASAP and _FORCE alike: the node starts powering down.
   void power_down(const std::string& name, const std::string& how);
   slurm::NodeInfo& node(const std::string& name);
