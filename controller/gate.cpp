@@ -76,12 +76,17 @@ std::optional<std::string> Gate::held() {
   return held_locked();
 }
 
-void Gate::expire_locked() {
+std::optional<std::int64_t> Gate::resets_at_locked() const {
   const auto it = flags_.find(kTripped);
-  if (it == flags_.end() || config_.breaker_reset_after.count() == 0) return;
-  const auto after = config_.breaker_reset_after.count() / 1000;
+  if (it == flags_.end() || config_.breaker_reset_after.count() == 0) return std::nullopt;
   const auto quiet_since = std::max(last_held_, it->second.value("at", std::int64_t{0}));
-  if (clock_.unix_now() - quiet_since < after) return;
+  return quiet_since + config_.breaker_reset_after.count() / 1000;
+}
+
+void Gate::expire_locked() {
+  const auto at = resets_at_locked();
+  if (!at || clock_.unix_now() < *at) return;
+  const auto after = config_.breaker_reset_after.count() / 1000;
   const auto detail = fmt::format(
       "the circuit breaker reset itself: nothing was held back for breaker_reset_after={} s; the "
       "counts start again from 0{}",
@@ -248,12 +253,10 @@ std::string Gate::resume_actions(uid_t by) {
 Gate::Breaker Gate::breaker() {
   std::lock_guard lock(mutex_);
   expire_locked();
-  const auto it = flags_.find(kTripped);
-  if (it == flags_.end()) return {};
-  if (config_.breaker_reset_after.count() == 0) return {true, -1};
-  const auto quiet_since = std::max(last_held_, it->second.value("at", std::int64_t{0}));
-  const auto left = quiet_since + config_.breaker_reset_after.count() / 1000 - clock_.unix_now();
-  return {true, std::max<std::int64_t>(left, 0)};
+  if (!flags_.contains(kTripped)) return {};
+  const auto at = resets_at_locked();
+  if (!at) return {true, -1};
+  return {true, std::max<std::int64_t>(*at - clock_.unix_now(), 0)};
 }
 
 proto::GuardState Gate::state() {

@@ -107,6 +107,10 @@ class Gate {
   // A breaker tripped for breaker_reset_after with nothing held back since
   // resets itself (an event says so).
   void expire_locked();
+  // When a tripped breaker resets itself if nothing is held back
+  // meanwhile (unix seconds); nothing when it is not tripped or only the
+  // admin resets it.
+  std::optional<std::int64_t> resets_at_locked() const;
   // When the breaker last held something back (or tripped).
   std::int64_t last_held_ = 0;
   // Actions of `kind` counted within the last hour (resume_actions forgets

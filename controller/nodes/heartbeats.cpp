@@ -44,7 +44,7 @@ NodeKeeper::Life NodeKeeper::life_of(const std::string& node) {
   const auto age = clock_.now() - it->second.at;
   // A fresh heartbeat is the host's life, whatever slurmd instance it came
   // under (one restarting registers anew before the agent's next beat).
-  if (age <= 2 * it->second.interval + seconds{1}) return {AgentView::beating, as_seconds(age)};
+  if (age <= fresh_for(it->second)) return {AgentView::beating, as_seconds(age)};
   // The silence of an older instance's agent (the node rebooted or was
   // replaced since) says nothing of this one.
   const auto known = known_.find(node);
@@ -177,8 +177,8 @@ bool NodeKeeper::collect_late(const NodeMap& nodes, std::vector<std::string>& la
   // registers before the agent's next beat: life_of counts it).
   std::erase_if(heard_, [&](const auto& entry) {
     const auto it = nodes.find(entry.first);
-    const auto fresh = std::min<Steady::duration>(2 * entry.second.interval + seconds{1},
-                                                  config_.heartbeat_timeout / 2);
+    const auto fresh =
+        std::min<Steady::duration>(fresh_for(entry.second), config_.heartbeat_timeout / 2);
     return it != nodes.end() && it->second->slurmd_start_time != 0 &&
            it->second->slurmd_start_time != entry.second.instance && now - entry.second.at > fresh;
   });

@@ -235,6 +235,11 @@ class NodeKeeper {
     std::int64_t instance = 0;
     std::chrono::milliseconds interval{proto::kDefaultHeartbeatInterval};
   };
+  // How long a heartbeat is evidence of life: two of its agent's intervals
+  // and a second.
+  static Steady::duration fresh_for(const Heard& heard) {
+    return 2 * heard.interval + std::chrono::seconds{1};
+  }
   std::map<std::string, Heard> heard_;
   bool looked_ = false;                       // known_ is filled once
   std::map<std::string, Whereabouts> known_;  // the nodes slurmctld knows, as of the last tick

@@ -776,14 +776,14 @@ void Provisioner::abandon(provision::Group& group, provision::Slot& slot, Work& 
   const auto name = group.spec.node(slot.index);
   const auto token = provision::token(group, slot);
   const auto key = token + "#" + std::to_string(work.called_at.count());
-  abandoned_.emplace(key, Abandoned{group.spec.name, name, work.called_at, std::move(work.call)});
+  abandoned_.emplace(key,
+                     Abandoned{group.spec.name, name, token, work.called_at, std::move(work.call)});
   work_.erase(name);
   CommandResult result;
   result.error = fmt::format(
       "no answer within create_timeout={} s: abandoned for another try (the call goes on until "
       "provision_timeout; an instance it makes is terminated)",
       std::chrono::duration_cast<std::chrono::seconds>(settings_.create_timeout).count());
-  log::warn("group {} node {}: create (token {}) {}", group.spec.name, name, token, result.error);
   add_cluster_event("create_abandoned", "warning", group.spec.name, name,
                     fmt::format("create (token {}): {}", token, result.error));
   created(group, slot, result);
@@ -797,7 +797,7 @@ void Provisioner::reap_abandoned() {
       continue;
     }
     const auto result = hung.call.get();
-    const auto token = it->first.substr(0, it->first.find('#'));
+    const auto& token = hung.token;
     const auto after = (now() - hung.called_at).count() / 1000;
     std::string id;
     std::string why = failure(result);

@@ -107,11 +107,12 @@ class Provisioner {
     bool force = false;   // power_down: POWER_DOWN_FORCE, not _ASAP
     Millis called_at{0};  // create: when its call started
   };
-  // Creates abandoned after create_timeout (token -> the call, still
-  // running): an instance one makes once it returns is terminated.
+  // Creates abandoned after create_timeout ("TOKEN#CALLED_AT" -> the call,
+  // still running): an instance one makes once it returns is terminated.
   struct Abandoned {
     std::string group;
     std::string node;
+    std::string token;
     Millis called_at{0};
     std::future<CommandResult> call;
   };

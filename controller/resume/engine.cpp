@@ -312,6 +312,14 @@ std::optional<std::string> Engine::probe_fault(const std::string& host, unsigned
   return fmt::format("{} ({})", silent, check.detail);
 }
 
+unsigned Engine::silent_probes(const std::string& host) const {
+  const auto it = failed_probes_.find(host);
+  return config_.probe_failures > 0 && it != failed_probes_.end() &&
+                 it->second >= config_.probe_failures
+             ? it->second
+             : 0;
+}
+
 bool Engine::missed_probe(const std::string& host) const {
   const auto it = failed_probes_.find(host);
   return it != failed_probes_.end() && it->second > 0;
@@ -336,19 +344,13 @@ NodeHealth Engine::health_of(const std::string& host, bool in_job, const NodeMap
 }
 
 void Engine::weigh_suspicion(const std::set<std::string>& watched, const NodeMap& nodes) {
-  std::size_t suspected = 0;
-  std::vector<std::string> named;
+  std::vector<std::string> named;  // the suspected
   for (const auto& host : watched) {
     const auto it = nodes.find(host);
     const bool flagged = it != nodes.end() && it->second->not_responding;
     const bool worse = it != nodes.end() && (it->second->down || it->second->fail);
-    const auto probes = failed_probes_.find(host);
-    const bool silent = config_.probe_failures > 0 && probes != failed_probes_.end() &&
-                        probes->second >= config_.probe_failures;
-    if ((flagged || silent) && !worse) {
-      ++suspected;
-      named.push_back(host);
-    }
+    const bool silent = silent_probes(host) > 0;
+    if ((flagged || silent) && !worse) named.push_back(host);
     // The episode ends once the node is well again (not once Slurm takes
     // it: a verdict Slurm brings about then says it had been suspected).
     if (!flagged && !silent && !worse && !missed_probe(host) && suspects_.erase(host) > 0) {
@@ -357,14 +359,14 @@ void Engine::weigh_suspicion(const std::set<std::string>& watched, const NodeMap
       store_.add_node_event(host, {EventKind::suspect_cleared, detail});
     }
   }
-  suspect_crowd_ = silent_crowd(suspected, watched.size(), config_.probe_max_silent_percent);
+  suspect_crowd_ = silent_crowd(named.size(), watched.size(), config_.probe_max_silent_percent);
   if (suspect_crowd_ && !suspect_crowd_said_) {
     const auto detail = fmt::format(
         "{} of the {} nodes under protected steps are suspected at once ({}: Slurm's not "
         "responding or the probes' silence; more than probe_max_silent_percent={}): a network or "
         "slurmctld event is the likelier cause; none is taken on suspicion alone until fewer are "
         "(Slurm's DOWN and health checks' marks still count)",
-        suspected, watched.size(), join(named, ","), config_.probe_max_silent_percent);
+        named.size(), watched.size(), join(named, ","), config_.probe_max_silent_percent);
     log::warn("evidence: {}", detail);
     store_.add_node_event("", {EventKind::suspect_crowd, detail});
   }
@@ -388,10 +390,8 @@ std::string Engine::suspects_note(const StoredStep& step) {
 }
 
 std::optional<std::string> Engine::fault_of(const std::string& host, NodeHealth health) {
-  const auto probes = failed_probes_.find(host);
-  if (config_.probe_failures > 0 && probes != failed_probes_.end() &&
-      probes->second >= config_.probe_failures)
-    if (auto why = probe_fault(host, probes->second)) health.probes_silent = std::move(*why);
+  if (const auto count = silent_probes(host); count > 0)
+    if (auto why = probe_fault(host, count)) health.probes_silent = std::move(*why);
   const auto life = keeper_.life_of(host);
   health.agent = life.view;
   health.agent_age = life.age;

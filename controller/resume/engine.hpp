@@ -115,6 +115,9 @@ class Engine {
   std::optional<std::string> fault_of(const std::string& host, NodeHealth health);
   // Whether `host` missed its last probe (its count not back to 0 yet).
   bool missed_probe(const std::string& host) const;
+  // How many probes in a row `host` missed, once they reach probe_failures
+  // (0 before, and with probing off).
+  unsigned silent_probes(const std::string& host) const;
   proto::json faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
                      std::vector<std::string>& released);
   // A step whose job is no longer running: requeued, or ended.
