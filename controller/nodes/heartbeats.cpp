@@ -173,14 +173,12 @@ bool NodeKeeper::collect_late(const NodeMap& nodes, std::vector<std::string>& la
   }
   // A node back as a new instance (replaced, rebooted): the silence of the
   // old one's agent is not held against it; it is watched again once its
-  // own agent is heard. A heartbeat still fresh stays (a restarted slurmd
-  // registers before the agent's next beat: life_of counts it).
+  // own agent is heard (one heard fresh when the new instance came speaks
+  // for it already: tick).
   std::erase_if(heard_, [&](const auto& entry) {
     const auto it = nodes.find(entry.first);
-    const auto fresh =
-        std::min<Steady::duration>(fresh_for(entry.second), config_.heartbeat_timeout / 2);
     return it != nodes.end() && it->second->slurmd_start_time != 0 &&
-           it->second->slurmd_start_time != entry.second.instance && now - entry.second.at > fresh;
+           it->second->slurmd_start_time != entry.second.instance;
   });
   // Late: past half the timeout. The crowd guard counts late nodes, so that
   // when every agent falls silent at once (the controller's network) the

@@ -160,6 +160,18 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
     for (const auto& [name, node] : nodes)
       known_[name] = {node->address, node->hostname, node->slurmd_start_time};
     looked_ = true;
+    // A node's new slurmd instance (slurmd restarted, the host rebooted)
+    // seen while its agent's last heartbeat is fresh: that agent lives on
+    // the host of the new instance, and speaks for it from now on (its
+    // silence then counts against it). An agent silent since before the
+    // new instance says nothing of it (life_of, collect_late).
+    const auto now = clock_.now();
+    for (auto& [name, heard] : heard_) {
+      const auto it = known_.find(name);
+      if (it != known_.end() && it->second.instance != 0 && it->second.instance != heard.instance &&
+          now - heard.at <= fresh_for(heard))
+        heard.instance = it->second.instance;
+    }
   }
   // Each part on its own: one that fails (slurmctld refusing a change) must
   // not hold up the others, nor the resume engine after them.

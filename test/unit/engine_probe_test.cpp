@@ -158,17 +158,46 @@ TEST_CASE(
   rig.run_for(3);
   CHECK(rig.step().state == StepState::registered);
   CHECK(rig.slurm.updates.empty());
-  // The node rebooted again, its agent not heard since: no agent of this
-  // instance to say it lives, and the old one's silence is not held
-  // against it: Slurm's word stands alone.
+  // slurmd back; then the agent stops while slurmd answers, and later the
+  // node comes back as a new instance whose slurmd does not respond: the
+  // old agent's silence is not held against the new instance, and no
+  // agent of it says it lives: Slurm's word stands alone.
+  rig.prober.dead.clear();
+  rig.slurm.nodes["node3"].not_responding = false;
+  rig.run_for(1);
   rig.mute.insert("node3");
+  rig.run_for(4);
+  CHECK(rig.step().state == StepState::registered);
   rig.slurm.nodes["node3"].slurmd_start_time += 100;
+  rig.slurm.nodes["node3"].not_responding = true;
+  rig.prober.dead.insert(rig.address("node3"));
   rig.run_for(4);
   CHECK(rig.step().verdict == Verdict::relaunch);
-  CHECK(rig.detail("detected")
-            .find("node3: its slurmd is not responding; its slurmd did not "
-                  "answer") != std::string::npos);
+  CHECK(rig.detail("detected").find("node3: its slurmd is not responding") != std::string::npos);
   CHECK(rig.detail("detected").find("own agent") == std::string::npos);
+}
+
+TEST_CASE("a node that dies right after its slurmd restarted is taken on its agent's silence",
+          "[engine][evidence]") {
+  ProbeRig rig;
+  rig.config.heartbeat_timeout = 10s;
+  rig.run_for(1);
+  // slurmd restarts: the new instance registers, and the host dies before
+  // its agent's next heartbeat.
+  rig.beat_all();
+  rig.slurm.nodes["node3"].slurmd_start_time += 100;
+  rig.kill("node3");
+  for (int i = 0; i < 5; ++i) {
+    rig.beat_all();
+    rig.engine->tick();
+    if (i == 0) rig.keeper->peer_work("node2", {{"node3", ProbeResult::silent}});
+    rig.clock.advance(1s);
+  }
+  // The agent heard fresh when the new instance came speaks for it: its
+  // silence counts.
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.detail("detected").find("node3: its slurmd did not answer") != std::string::npos);
+  CHECK(rig.detail("detected").find("its own agent has been silent for") != std::string::npos);
 }
 
 TEST_CASE("four nodes suspected at once are a crowd: none is taken on suspicion alone",
