@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autoresume/clock.hpp"
+#include "store/step_moves.hpp"
 #include "store/store.hpp"
 
 namespace ar::resume_detail {
@@ -34,6 +35,11 @@ inline std::vector<std::string> names(const proto::json& list, const char* field
 // A step's key in log lines and maps.
 inline std::string key(const StoredStep& step) {
   return fmt::format("{}#{}", step.step.run_id, step.step.attempt);
+}
+
+// The key of a step's expand helper's submit for `node` (Engine::submits_).
+inline std::string submit_key(const StoredStep& step, const std::string& node) {
+  return fmt::format("step {}: the helper for {}", key(step), node);
 }
 
 // Thrown when a step was decided elsewhere (cancelled by its srun) while

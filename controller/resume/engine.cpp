@@ -29,6 +29,7 @@ Engine::~Engine() { stop(); }
 
 void Engine::start() {
   outbox_.start();
+  submits_.start();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -139,6 +140,7 @@ void Engine::tick() {
     }
   }
   if (steps.empty()) {
+    drop_unwanted_submits(steps);
     for (const auto& [host, count] : failed_probes_) keeper_.forget_peers(host);
     failed_probes_.clear();
     suspects_.clear();
@@ -181,6 +183,7 @@ void Engine::tick() {
       }
     }
   }
+  drop_unwanted_submits(steps);
 }
 
 std::vector<std::string> Engine::step_hosts(const StoredStep& step) {
@@ -533,8 +536,7 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
     for (const auto& f : found)
       what.push_back(
           fmt::format("{}: {}", f["node"].get<std::string>(), f["why"].get<std::string>()));
-    step.state = StepState::repairing;
-    step.phase = RepairPhase::detected;
+    move_to(step, StepState::repairing, RepairPhase::detected);
     step.repair = {{"failed", std::move(found)}};
     put_stamp(step.repair, "started", clock_.stamp());
     save(step, EventKind::detected,
@@ -600,7 +602,7 @@ void Engine::check_lost(StoredStep& step, const slurm::JobInfo& job) {
 }
 
 void Engine::decide(StoredStep& step, Verdict verdict, const std::string& message) {
-  step.state = StepState::decided;
+  move_to(step, StepState::decided);
   step.verdict = verdict;
   step.message = message;
   save(step, event_of(verdict), message);

@@ -31,6 +31,7 @@
 #include "nodes/node_keeper.hpp"
 #include "nodes/probe.hpp"
 #include "provision/provisioner.hpp"
+#include "resume/calls.hpp"
 #include "resume/exit_reports.hpp"
 #include "resume/outbox.hpp"
 #include "resume/verdict_asks.hpp"
@@ -69,6 +70,12 @@ class Engine {
   // The calls no decision waits on (tell_job's): on their own thread once
   // the engine starts (tests start it by hand, and drain it).
   Outbox& outbox() { return outbox_; }
+  // The expand helpers' submits (auto-resume-submit, as the job's owner,
+  // up to 30 s) run on threads of their own once the engine starts: no
+  // tick waits for one (tests start them by hand). Waits until every
+  // submit under way has its outcome, at most `limit` (tests).
+  void start_submits() { submits_.start(); }
+  bool submits_settled(std::chrono::milliseconds limit) const { return submits_.wait(limit); }
 
  private:
   using Steady = Clock::Steady;
@@ -181,6 +188,9 @@ class Engine {
   // One replacement's helper job, submitted, waited for and merged; false
   // while it is not merged yet.
   bool expand_one(StoredStep& step, const slurm::JobInfo& job, const std::string& node);
+  // The outcome of a submit whose repair no longer waits for it (decided,
+  // or another node chosen): the helper it made is cancelled.
+  void drop_unwanted_submits(const std::vector<StoredStep>& steps);
   // A chosen replacement is given up for this repair (its helper waited too
   // long, Slurm refused it, or it failed): another is chosen.
   void pass_over(StoredStep& step, const std::string& node);
@@ -269,6 +279,9 @@ class Engine {
   std::condition_variable wakeup_;
   bool stopping_ = false;
   bool woken_ = false;
+  // Expand helpers' submits under way or not taken yet, by "STEP NODE"
+  // (submit_key): last, so that the calls end before what they wake.
+  Calls<std::uint32_t> submits_{[this] { wake(); }};
 };
 
 }  // namespace ar

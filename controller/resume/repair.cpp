@@ -77,7 +77,7 @@ bool Engine::no_new_faults(StoredStep& step, const slurm::JobInfo& job, const No
   // it. A merged replacement that failed stays counted among the
   // replacements (it was merged), so one more is chosen for it as well.
   for (const auto& f : found) repair["failed"].push_back(f);
-  if (!found.empty()) step.phase = RepairPhase::detected;
+  if (!found.empty()) move_to(step, StepState::repairing, RepairPhase::detected);
   save(step, EventKind::detected,
        fmt::format("step {}.{} attempt {}, during its repair: {}", step.step.job_id,
                    step.step.step_id, step.step.attempt, join(what, ", ")));
@@ -108,9 +108,9 @@ void Engine::redo_lost_updates(StoredStep& step, const slurm::JobInfo& job) {
   if (what.empty()) return;
   repair["merged"] = merged;
   if (back)
-    step.phase = RepairPhase::detected;
+    move_to(step, StepState::repairing, RepairPhase::detected);
   else if (step.phase == RepairPhase::expanded)
-    step.phase = RepairPhase::replaced;
+    move_to(step, StepState::repairing, RepairPhase::replaced);
   save(step, EventKind::detected,
        fmt::format("step {}.{} attempt {}, during its repair: job {} lost updates ({}; slurmctld "
                    "restarted from an older state): done again",
@@ -230,7 +230,7 @@ void Engine::go_on_in_job(StoredStep& step, const slurm::JobInfo& job) {
   for (const auto& host : job.hosts)
     if (!contains(failed, host)) keep.push_back(host);
   const std::uint32_t size = step.repair["step_nodes"];
-  step.phase = RepairPhase::expanded;
+  move_to(step, StepState::repairing, RepairPhase::expanded);
   put_stamp(step.repair, "expanded", clock_.stamp());
   save(step, EventKind::expanded,
        fmt::format("job {} goes on without a new node: the step runs again on {} of its {} "
@@ -270,7 +270,7 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
   if (keep.size() != job.hosts.size())
     slurm_.shrink_job(job.job_id, slurm::compress_hostlist(keep));
   slurm_.kill_step(job.job_id, step.step.step_id);
-  step.phase = RepairPhase::node_out;
+  move_to(step, StepState::repairing, RepairPhase::node_out);
   save(step, EventKind::node_out,
        fmt::format("{} set FAIL and out of job {} (now on {}); step {}.{} cancelled{}",
                    join(failed, ", "), job.job_id, slurm::compress_hostlist(keep), job.job_id,
@@ -358,7 +358,7 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
                      job.job_id));
   }
   if (chosen.size() >= failed.size()) {
-    step.phase = RepairPhase::replaced;
+    move_to(step, StepState::repairing, RepairPhase::replaced);
     save(step, EventKind::replaced_all,
          fmt::format("replacements for job {}: {}", job.job_id, join(chosen, ", ")));
     return true;
@@ -386,7 +386,7 @@ void Engine::pass_over(StoredStep& step, const std::string& node) {
   chosen.erase(std::remove(chosen.begin(), chosen.end(), node), chosen.end());
   if (!repair.contains("passed_over")) repair["passed_over"] = proto::json::array();
   if (!contains(names(repair["passed_over"]), node)) repair["passed_over"].push_back(node);
-  step.phase = RepairPhase::node_out;
+  move_to(step, StepState::repairing, RepairPhase::node_out);
 }
 
 bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
@@ -402,7 +402,7 @@ bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
     if (!expand_one(step, job, node)) return false;
   }
   const auto now = slurm_.load_job(job.job_id);
-  step.phase = RepairPhase::expanded;
+  move_to(step, StepState::repairing, RepairPhase::expanded);
   put_stamp(step.repair, "expanded", clock_.stamp());
   save(step, EventKind::expanded,
        fmt::format("job {} is on {} again", job.job_id, now ? now->nodes : std::string("?")));
@@ -418,11 +418,21 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
     return false;
   };
   if (!repair["helpers"].contains(node)) {
-    // A helper submitted before a restart of the controller but not recorded.
-    for (const auto id : slurm_.live_jobs_named(name, job.uid)) slurm_.cancel_job(id);
+    // The submit runs on a thread of its own (auto-resume-submit runs as
+    // the job's owner, for up to 30 s): this tick goes on with the other
+    // steps, and a later one takes its outcome.
+    const auto call = submit_key(step, node);
+    if (!submits_.has(call)) {
+      // A helper submitted before a restart of the controller but not recorded.
+      for (const auto id : slurm_.live_jobs_named(name, job.uid)) slurm_.cancel_job(id);
+      submits_.run(
+          call, [this, job, node, name] { return slurm_.submit_expand_helper(job, node, name); });
+    }
+    auto outcome = submits_.take(call);
+    if (!outcome) return false;  // under way
     std::uint32_t id = 0;
     try {
-      id = slurm_.submit_expand_helper(job, node, name);
+      id = outcome->get();
     } catch (const slurm::SlurmError& e) {
       return choose_again(fmt::format("{}: choosing another node", e.what()));
     }
@@ -470,6 +480,29 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
   save(step, EventKind::merged,
        fmt::format("{} merged into job {} (helper job {})", node, job.job_id, helper));
   return true;
+}
+
+void Engine::drop_unwanted_submits(const std::vector<StoredStep>& steps) {
+  for (const auto& call : submits_.finished()) {
+    // Still wanted: its step repairs on, waiting for that node's helper.
+    const bool wanted = std::ranges::any_of(steps, [&](const StoredStep& step) {
+      if (step.state != StepState::repairing || step.phase != RepairPhase::replaced) return false;
+      const auto& repair = step.repair;
+      for (const auto& node : names(repair.value("replacements", proto::json::array())))
+        if (submit_key(step, node) == call)
+          return !(repair.contains("helpers") && repair["helpers"].contains(node));
+      return false;
+    });
+    if (wanted) continue;
+    auto outcome = submits_.take(call);
+    try {
+      const auto id = outcome->get();
+      slurm_.cancel_job(id);
+      log::info("{}: helper job {} is no longer wanted (the repair moved on): cancelled", call, id);
+    } catch (const std::exception& e) {
+      log::info("{}: a helper no longer wanted: {}", call, e.what());
+    }
+  }
 }
 
 void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {

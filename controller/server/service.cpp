@@ -10,6 +10,7 @@
 #include "hostlist.hpp"
 #include "log.hpp"
 #include "resume/deadline.hpp"
+#include "store/step_moves.hpp"
 
 namespace ar {
 
@@ -346,7 +347,7 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
     } catch (const std::exception& e) {
       // The store cannot take the end (its disk full): the step's deadline
       // runs from the first time srun said so all the same.
-      step.state = StepState::ended;
+      move_to(step, StepState::ended);
       step.set_ended(unstored_end(step, now, e.what()));
     }
   }
@@ -362,7 +363,7 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
     // not it can be stored, unless the engine decided just now (its verdict
     // stands).
     step.message = overdue(step, *config_);  // worded by the state it was in
-    step.state = StepState::decided;
+    move_to(step, StepState::decided);
     step.verdict = Verdict::give_up;
     try {
       if (!store_.save(step, EventSpec{EventKind::give_up, step.message}))

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "autoresume/text.hpp"
+#include "store/step_moves.hpp"
 
 namespace ar {
 
@@ -396,6 +397,13 @@ bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
       throw std::runtime_error("no step " + step.step.run_id + " attempt " +
                                std::to_string(step.step.attempt) + " to update");
     if (current->state == StepState::decided) return false;
+    // The step's moves table (step_moves.hpp) holds for what is stored
+    // too: a copy older than the stored row (srun said the step ended
+    // meanwhile) cannot take it back.
+    if (const auto from = place_of(*current), to = place_of(step); !may_reach(from, to))
+      throw std::logic_error(fmt::format("step {} attempt {}: no move from {} (stored) to {}",
+                                         step.step.run_id, step.step.attempt, to_string(from),
+                                         to_string(to)));
     const auto now = clock_.unix_now();
     Statement update(db_,
                      "UPDATE steps SET state = ?, verdict = ?, message = ?, phase = ?, repair = ?,"

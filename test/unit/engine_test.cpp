@@ -546,22 +546,82 @@ TEST_CASE("a slow AdminComment update holds up no other job's repair", "[engine]
   rig.engine->outbox().start();
   // slurmctld takes its time with AdminComment updates (without slurmdbd
   // it refuses each after 5 s).
-  rig.slurm.hold_admin_comments(true);
+  rig.slurm.admin_comments.set(true);
   rig.slurm.nodes["node3"].down = true;
   rig.engine->tick();
   REQUIRE(rig.step().verdict == Verdict::relaunch);
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (!rig.slurm.admin_comment_waiting() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(1ms);
-  REQUIRE(rig.slurm.admin_comment_waiting());  // the tick did not wait for it
+  REQUIRE(rig.slurm.admin_comments.wait_for_waiter(5s));  // the tick did not wait for it
   // Another job's node dies meanwhile: repaired at the next look.
   rig.slurm.nodes["node6"].down = true;
   rig.engine->tick();
   CHECK(rig.store->find("r2", 0).value().verdict == Verdict::relaunch);
-  rig.slurm.hold_admin_comments(false);
+  rig.slurm.admin_comments.set(false);
   rig.engine->outbox().drain();
   CHECK(rig.slurm.jobs.at(10).admin_comment.find("attempt 0: node3 failed, relaunch on") !=
         std::string::npos);
   CHECK(rig.slurm.jobs.at(20).admin_comment.find("attempt 0: node6 failed, relaunch on") !=
         std::string::npos);
+}
+
+// Job 20 of uid 1000 on node5-7, its step on node5-6 (node7 a spare it
+// holds) protected as run "r2": a fault of node6 is repaired in place.
+static void protect_other(Rig& rig) {
+  rig.slurm.add_job(20, 1000, {"node5", "node6", "node7"});
+  rig.slurm.add_step(20, 0, "node[5-6]");
+  ar::proto::StepRegistration other;
+  other.job_id = 20;
+  other.run_id = "r2";
+  other.argv = {"srun", "--auto-resume=1", "train"};
+  other.cwd = "/w";
+  other.nodelist = "node[5-6]";
+  REQUIRE(rig.store->register_step(other, 1000) == ar::Store::Insert::created);
+}
+
+TEST_CASE("a stopped expand helper submit holds up no tick: another job's repair goes on",
+          "[engine][submits]") {
+  Rig rig(8);
+  rig.config.backoff = 0ms;
+  rig.protect();  // job 10 on node1-4: node3's repair needs a new node (a helper)
+  protect_other(rig);
+  rig.engine->start_submits();
+  // The job's owner stopped auto-resume-submit (it runs as them).
+  rig.slurm.helper_submits.set(true);
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();  // returns while the submit waits
+  REQUIRE(rig.slurm.helper_submits.wait_for_waiter(5s));
+  CHECK(rig.step().phase == RepairPhase::replaced);
+  // Another job's node dies meanwhile: repaired at the next look.
+  rig.slurm.nodes["node6"].down = true;
+  rig.engine->tick();
+  CHECK(rig.store->find("r2", 0).value().verdict == Verdict::relaunch);
+  CHECK(rig.step().phase == RepairPhase::replaced);  // still waiting for its helper
+  CHECK(rig.slurm.helper_submits.waiting());
+  // The submit returns: the next look takes its helper and goes on.
+  rig.slurm.helper_submits.set(false);
+  REQUIRE(rig.engine->submits_settled(5s));
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.has_event("expand_helper"));
+  CHECK(rig.slurm.updated("merge"));
+}
+
+TEST_CASE("a helper whose submit returns after its repair moved on is cancelled",
+          "[engine][submits]") {
+  Rig rig(8);
+  rig.protect();
+  rig.engine->start_submits();
+  rig.slurm.helper_submits.set(true);
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.slurm.helper_submits.wait_for_waiter(5s));
+  // Its srun cancels the step while the submit is under way.
+  REQUIRE(rig.store->cancel(rig.step(), "cancelled by its srun"));
+  rig.engine->tick();
+  rig.slurm.helper_submits.set(false);
+  REQUIRE(rig.engine->submits_settled(5s));
+  REQUIRE(rig.slurm.updated("helper 5000 node5 for 10"));
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("cancel 5000"));
+  CHECK_FALSE(rig.slurm.updated("merge"));
+  CHECK(rig.step().verdict == Verdict::cancelled);
 }

@@ -57,17 +57,30 @@ std::unique_lock<std::recursive_mutex> FakeSlurm::check_reachable() const {
   return lock;
 }
 
-void FakeSlurm::hold_admin_comments(bool hold) {
+void Hold::set(bool hold) {
   {
-    std::lock_guard lock(hold_mutex_);
-    admin_held_ = hold;
+    std::lock_guard lock(mutex_);
+    held_ = hold;
   }
-  hold_changed_.notify_all();
+  changed_.notify_all();
 }
 
-bool FakeSlurm::admin_comment_waiting() const {
-  std::lock_guard lock(hold_mutex_);
-  return admin_waiting_ > 0;
+bool Hold::waiting() const {
+  std::lock_guard lock(mutex_);
+  return waiting_ > 0;
+}
+
+bool Hold::wait_for_waiter(std::chrono::milliseconds limit) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, limit, [this] { return waiting_ > 0; });
+}
+
+void Hold::pass() {
+  std::unique_lock lock(mutex_);
+  ++waiting_;
+  changed_.notify_all();
+  changed_.wait_for(lock, std::chrono::seconds{10}, [this] { return !held_; });
+  --waiting_;
 }
 
 slurm::NodeInfo& FakeSlurm::node(const std::string& name) {
@@ -305,14 +318,7 @@ std::optional<bool> FakeSlurm::step_daemons_left(std::uint32_t job_id, std::uint
 }
 
 void FakeSlurm::set_admin_comment(std::uint32_t job_id, const std::string& text) {
-  {
-    // A slow slurmctld: held (without the fake's lock) until released, at
-    // most 10 s.
-    std::unique_lock lock(hold_mutex_);
-    ++admin_waiting_;
-    hold_changed_.wait_for(lock, std::chrono::seconds{10}, [this] { return !admin_held_; });
-    --admin_waiting_;
-  }
+  admin_comments.pass();  // a slow slurmctld
   const auto held = check_reachable();
   job(job_id).admin_comment = text;
 }
@@ -330,6 +336,7 @@ void FakeSlurm::requeue(std::uint32_t job_id) {
 std::uint32_t FakeSlurm::submit_expand_helper(const slurm::JobInfo& of,
                                               const std::string& node_name,
                                               const std::string& name) {
+  helper_submits.pass();  // the program stopped by its user
   const auto held = check_reachable();
   if (refuse_helpers.contains(node_name))
     throw slurm::SlurmError("Requested node configuration is not available (fake)", 4);

@@ -48,6 +48,25 @@ class ManualClock final : public Clock {
   unsigned boots_ = 1;
 };
 
+// A call that a test holds up (a slurmctld slow to answer, a helper
+// program stopped by its user): while held, pass() waits (without the
+// fake's lock), at most 10 s.
+class Hold {
+ public:
+  void set(bool hold);
+  // Whether a call waits in pass() now.
+  bool waiting() const;
+  // Waits until a test waiting for it (waiting()) sees a call here.
+  bool wait_for_waiter(std::chrono::milliseconds limit) const;
+  void pass();
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  bool held_ = false;
+  int waiting_ = 0;
+};
+
 class FakeSlurm final : public slurm::SlurmApi {
  public:
   // The cluster, as tests build it. A node's `allocated`/`idle` follow the
@@ -90,9 +109,11 @@ class FakeSlurm final : public slurm::SlurmApi {
   void start_job(std::uint32_t id);
   // A powering-down CLOUD node is powered down (and hidden) now.
   void finish_power_down(const std::string& name);
-  // While held, set_admin_comment waits (a slurmctld slow to answer it).
-  void hold_admin_comments(bool hold);
-  bool admin_comment_waiting() const;
+  // While set, set_admin_comment waits (a slurmctld slow to answer it).
+  Hold admin_comments;
+  // While set, submit_expand_helper waits (its program stopped by the
+  // job's owner).
+  Hold helper_submits;
   // Whether an update starting with `prefix` was made.
   bool updated(const std::string& prefix) const;
 
@@ -134,10 +155,6 @@ class FakeSlurm final : public slurm::SlurmApi {
   // engine's outbox calls it from a thread of its own).
   std::unique_lock<std::recursive_mutex> check_reachable() const;
   mutable std::recursive_mutex calls_mutex_;
-  mutable std::mutex hold_mutex_;
-  std::condition_variable hold_changed_;
-  bool admin_held_ = false;
-  int admin_waiting_ = 0;
   // POWER_DOWN_ASAP and _FORCE alike: the node starts powering down.
   void power_down(const std::string& name, const std::string& how);
   slurm::NodeInfo& node(const std::string& name);

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Who waits where (docs/design.md): an expand helper's submit runs as the
+# job's owner, who can stop it (SIGSTOP) for up to its 30 s timeout; the
+# engine never waits for it. Two protected jobs: A on node[1-2], B on
+# node[3-4], node5 and node6 idle. node2 is killed: A's repair chooses an
+# idle node and submits its helper through an auto-resume-submit that stops
+# itself the first time (as its owner could). While that submit is
+# stopped, node4 is killed: B's fault is detected and B is relaunched
+# before A's submit ends (a controller that waited on it would stand still
+# for 30 s). A's submit is then killed at its timeout, tried again, and A
+# is relaunched too.
+# shellcheck source=test/integration/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+cluster_up --nodes 6 --slurmd-timeout 60 --message-timeout 3
+cd "$WORK" || exit
+# The controller runs the auto-resume-submit next to it: here one that
+# stops itself at its first run, then runs the real one.
+mkdir -m 755 bin
+cp "${AR_DAEMON:?}" bin/
+real_submit=$(dirname "$AR_DAEMON")/auto-resume-submit
+cat >bin/auto-resume-submit <<SCRIPT
+#!/bin/bash
+if mkdir "$WORK/submit-stopped" 2>/dev/null; then kill -STOP \$\$; fi
+exec "$real_submit" "\$@"
+SCRIPT
+chmod 755 bin/auto-resume-submit
+AR_DAEMON=$WORK/bin/$(basename "$AR_DAEMON")
+CONTROLLER_CONF=$'backoff=0\nend_window=1' controller_up
+
+for name in a b; do
+  printf '#!/bin/bash\nsrun --auto-resume=1 -o %s/%s.out bash -c %q\necho "srun exit $?"\n' \
+    "$WORK" "$name" 'echo "attempt=$AUTO_RESUME_ATTEMPT rank=$SLURM_PROCID"; sleep 1000' >"$name.sh"
+done
+a=$(sbatch --parsable -N2 -w node[1-2] -o a.job.out a.sh)
+b=$(sbatch --parsable -N2 -w node[3-4] -o b.job.out b.sh)
+attempt_started() { [[ $(grep -c "^attempt=$2 " "$1.out" 2>/dev/null) == 2 ]]; }
+wait_until 60 "job A's step" attempt_started a 0
+wait_until 60 "job B's step" attempt_started b 0
+
+"$CLUSTER_CMD" kill-node "$CLUSTER" node2 >/dev/null
+# stopped_submit: the PID of the stopped auto-resume-submit, if one is.
+stopped_submit() {
+  local pid
+  for pid in $(pgrep -f "^/bin/bash $WORK/bin/auto-resume-submit" || true); do
+    [[ $(ps -o stat= -p "$pid" 2>/dev/null) == T* ]] && echo "$pid"
+  done
+  return 0
+}
+submit_is_stopped() { [[ -n $(stopped_submit) ]]; }
+wait_until 60 "job A's helper submit to be stopped" submit_is_stopped
+stopped_at=$SECONDS
+"$CLUSTER_CMD" kill-node "$CLUSTER" node4 >/dev/null
+killed=$SECONDS
+relaunched() { "$AR_CLI" events | grep -qE "job $1 [^ ]+ relaunch: "; }
+wait_until 60 "job B relaunched" relaunched "$b"
+note "node4 killed $((killed - stopped_at)) s after A's submit stopped; B relaunched $((SECONDS - killed)) s later"
+# B went its whole way while A's submit stood stopped.
+submit_is_stopped || fail "job A's submit ended before job B was relaunched: the engine may have waited for it"
+if relaunched "$a"; then fail "job A relaunched while its helper's submit was stopped"; fi
+wait_until 60 "job B's attempt 1" attempt_started b 1
+# A's submit is killed at its timeout (30 s) and tried again.
+# (B may have taken the idle node A chose: A's helper then waits 30 s for
+# it before another is chosen.)
+wait_until 120 "job A relaunched" relaunched "$a"
+wait_until 60 "job A's attempt 1" attempt_started a 1
+note "job A relaunched $((SECONDS - stopped_at)) s after its submit stopped"
+assert_contains "$WORK/controller.log" "auto-resume-submit did not finish within 30 s" "the controller's log"
+"$AR_CLI" events >events.txt
+assert_contains events.txt "job $a [^ ]+ expand_helper: helper job [0-9]+ allocates node[56] for job $a" "job A's helper"
+assert_not_contains "$WORK/controller.log" "kind=stalled " "the controller's log (it never stood still)"
+scancel "$a" "$b"
+note "ok"
