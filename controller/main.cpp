@@ -131,21 +131,22 @@ int main(int argc, char** argv) {
       return std::string("other");
     });
     ar::NodeKeeper keeper(store, config, slurm, clock, prober, replace_runner);
-    ar::Engine engine(store, config, keeper, slurm, clock, prober);
-    ar::Service service(
-        store, slurm, clock, [&engine] { engine.wake(); }, &keeper, &config);
-    engine.share_exit_reports(&service.exit_reports());
-    engine.share_verdict_asks(&service.verdict_asks());
     std::optional<ar::Provisioner> provisioner;
     if (config.provision.mode == ar::Provisioning::continuous) {
       provisioner.emplace(store, config, slurm, clock, provision_runner, &keeper.gate());
       keeper.set_owned_elsewhere(
           [&provisioner](const std::string& node) { return provisioner->owns(node); });
-      engine.share_provisioner(&*provisioner);
-      service.share_provisioner(&*provisioner);
       ar::log::info("continuous provisioning: groups in {}, provider {}",
                     config.provision.groups_dir.string(), config.provision.command.string());
     }
+    // Parts are wired at construction: what the server hears of the steps
+    // (reports) is read by the engine, the one that decides.
+    ar::StepReports reports;
+    ar::Provisioner* const provisioning = provisioner ? &*provisioner : nullptr;
+    ar::Engine engine(store, config, keeper, slurm, clock, prober, reports, provisioning);
+    ar::Service service(
+        store, slurm, clock, [&engine] { engine.wake(); }, reports, &keeper, &config, provisioning,
+        &metrics);
     ar::net::asio::io_context io;
     ar::net::asio::thread_pool workers(4);
     ar::MungeDaemon munge(config.munge_socket);
@@ -156,13 +157,11 @@ int main(int argc, char** argv) {
           return service.handle(request, caller, peer);
         },
         [&service](uid_t caller) { return service.privileged(caller); });
-    service.share_metrics(&metrics);
     server.start();
     std::optional<ar::MetricsServer> metrics_server;  // after io: its socket goes first
     if (config.metrics_listen) {
-      const ar::ControllerMetrics::Sources sources{&store, &keeper,
-                                                   provisioner ? &*provisioner : nullptr,
-                                                   config.state_dir, config.heartbeat_timeout};
+      const ar::ControllerMetrics::Sources sources{&store, &keeper, provisioning, config.state_dir,
+                                                   config.heartbeat_timeout};
       metrics_server.emplace(io, workers, *config.metrics_listen,
                              [&metrics, sources] { return metrics.scrape(sources); });
       metrics_server->start();

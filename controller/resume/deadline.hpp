@@ -34,7 +34,7 @@ struct Deadline {
 // runs or once it is decided.
 inline std::optional<Deadline> decide_by(const StoredStep& step, const DaemonConfig& config) {
   if (step.state == StepState::repairing) {
-    const auto started = get_stamp(step.repair, "started");
+    const auto& started = step.repair.started;
     if (!started) return std::nullopt;
     return Deadline{*started, config.repair_timeout + (step.phase == RepairPhase::expanded
                                                            ? DaemonConfig::kMaxBackoff

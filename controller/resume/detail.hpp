@@ -25,13 +25,6 @@ inline bool contains(const std::vector<std::string>& list, const std::string& it
   return std::find(list.begin(), list.end(), item) != list.end();
 }
 
-// The strings of a JSON array, or one field of each of its objects.
-inline std::vector<std::string> names(const proto::json& list, const char* field = nullptr) {
-  std::vector<std::string> out;
-  for (const auto& item : list) out.push_back(field ? item.at(field) : item);
-  return out;
-}
-
 // A step's key in log lines and maps.
 inline std::string key(const StoredStep& step) {
   return fmt::format("{}#{}", step.step.run_id, step.step.attempt);
@@ -63,18 +56,17 @@ inline constexpr seconds kLostStepGrace{15};
 // How long a helper allocation may stay pending before another node is chosen.
 inline constexpr seconds kHelperPatience{30};
 
-// How long since the moment kept in `facts` as `name` (store.hpp:
-// put_stamp), which is set to now on the first call: a wait that survives
-// a restart of the controller and is not moved by a step of the wall clock.
-// For the helper's patience: waited_since(repair, "helper_since_" + node,
-// clock) >= kHelperPatience.
-inline milliseconds waited_since(proto::json& facts, const std::string& name, const Clock& clock) {
-  const auto since = get_stamp(facts, name);
-  if (!since) {
-    put_stamp(facts, name, clock.stamp());
+// How long since `since` (a repair's fact, stored with it), which is set
+// to now on the wait's first call (`first`): a wait that survives a restart
+// of the controller and is not moved by a step of the wall clock. For the
+// helper's patience: waited_since(repair.helper_since[node], first, clock)
+// >= kHelperPatience.
+inline milliseconds waited_since(Stamp& since, bool first, const Clock& clock) {
+  if (first) {
+    since = clock.stamp();
     return milliseconds{0};
   }
-  return clock.since(*since);
+  return clock.since(since);
 }
 
 }  // namespace ar::resume_detail

@@ -17,10 +17,12 @@ namespace ar {
 using namespace resume_detail;  // NOLINT: the engine's own helpers
 
 Engine::Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper, slurm::SlurmApi& slurm,
-               const Clock& clock, Prober& prober)
+               const Clock& clock, Prober& prober, StepReports& reports, Provisioner* provisioner)
     : store_(store),
       config_(config),
       keeper_(keeper),
+      reports_(reports),
+      provisioner_(provisioner),
       slurm_(slurm),
       clock_(clock),
       prober_(prober) {}
@@ -117,8 +119,7 @@ void Engine::tick() {
   for (const auto& step : steps) {
     active.insert(key(step));
     for (const auto& host : step_hosts(step)) protected_nodes.insert(host);
-    if (step.repair.contains("replacements"))
-      for (const auto& host : step.repair["replacements"]) protected_nodes.insert(host);
+    for (const auto& host : step.repair.replacements) protected_nodes.insert(host);
   }
   std::erase_if(job_hosts_, [&](const auto& entry) { return !active.contains(entry.first); });
   try {
@@ -218,8 +219,7 @@ void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
         step.state == StepState::registered && it != job_hosts_.end())
       for (const auto& host : it->second)
         if (!contains(hosts, host)) hosts.push_back(host);
-    if (step.repair.contains("replacements"))
-      for (const auto& host : step.repair["replacements"]) hosts.push_back(host);
+    for (const auto& host : step.repair.replacements) hosts.push_back(host);
     for (const auto& host : hosts) wanted.emplace(host, &hosts);
   }
   std::vector<std::string> probed;
@@ -404,15 +404,15 @@ std::optional<std::string> Engine::fault_of(const std::string& host, NodeHealth 
   return std::move(look.fault);
 }
 
-proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
-                           std::vector<std::string>& released) {
-  auto found = proto::json::array();
+std::vector<FailedNode> Engine::faults(const StoredStep& step, const slurm::JobInfo& job,
+                                       const NodeMap& nodes, std::vector<std::string>& released) {
+  std::vector<FailedNode> found;
   const auto hosts = step_hosts(step);
   for (const auto& host : hosts) {
     std::int64_t instance = 0;
     const auto health = health_of(host, contains(job.hosts, host), nodes, instance);
     if (const auto why = fault_of(host, health))
-      found.push_back({{"node", host}, {"why", *why}, {"instance", instance}});
+      found.push_back({host, *why, instance});
     else if (health.known && !health.in_job && instance != 0 && !missed_probe(host) &&
              !suspects_.contains(host))
       released.push_back(host);
@@ -430,13 +430,14 @@ proto::json Engine::faults(const StoredStep& step, const slurm::JobInfo& job, co
     if (contains(hosts, host) || (job.batch && host == job.batch_host)) continue;
     std::int64_t instance = 0;
     if (const auto why = fault_of(host, health_of(host, true, nodes, instance)))
-      found.push_back({{"node", host}, {"why", *why}, {"instance", instance}});
+      found.push_back({host, *why, instance});
   }
   return found;
 }
 
-void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job, const proto::json& failed) {
-  const auto nodes = names(failed, "node");
+void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job,
+                         const std::vector<FailedNode>& failed) {
+  const auto nodes = failed_nodes(failed);
   std::vector<std::string> keep;
   for (const auto& host : job.hosts)
     if (!contains(nodes, host)) keep.push_back(host);
@@ -444,12 +445,10 @@ void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job, const prot
   std::vector<std::string> what;
   std::vector<std::string> notes;
   for (const auto& f : failed) {
-    const std::string node = f["node"];
-    const std::string why = f["why"];
-    what.push_back(fmt::format("{}: {}", node, why));
-    if (why.starts_with(kCheckFailed)) continue;  // marked by its check already
+    what.push_back(fmt::format("{}: {}", f.node, f.why));
+    if (f.why.starts_with(kCheckFailed)) continue;  // marked by its check already
     try {
-      slurm_.set_node_fail(node, fmt::format("auto-resume: {} (job {})", why, job.job_id));
+      slurm_.set_node_fail(f.node, fmt::format("auto-resume: {} (job {})", f.why, job.job_id));
     } catch (const slurm::SlurmError& e) {
       notes.push_back(e.what());
     }
@@ -525,20 +524,18 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   }
   if (held_back(step, *job, found)) return;  // the guard rails: observe, paused, breaker
   const auto hosts = step_hosts(step);
-  if (!found.empty() && std::ranges::none_of(found, [&](const proto::json& f) {
-        return contains(hosts, f["node"].get<std::string>());
-      })) {
+  if (!found.empty() &&
+      std::ranges::none_of(found, [&](const FailedNode& f) { return contains(hosts, f.node); })) {
     drop_spares(step, *job, found);
     return;
   }
   if (!found.empty()) {
     std::vector<std::string> what;
-    for (const auto& f : found)
-      what.push_back(
-          fmt::format("{}: {}", f["node"].get<std::string>(), f["why"].get<std::string>()));
+    for (const auto& f : found) what.push_back(fmt::format("{}: {}", f.node, f.why));
     move_to(step, StepState::repairing, RepairPhase::detected);
-    step.repair = {{"failed", std::move(found)}};
-    put_stamp(step.repair, "started", clock_.stamp());
+    step.repair = RepairFacts{};
+    step.repair.failed = std::move(found);
+    step.repair.started = clock_.stamp();
     save(step, EventKind::detected,
          fmt::format("step {}.{} attempt {}: {}", step.step.job_id, step.step.step_id,
                      step.step.attempt, join(what, ", ")));
@@ -591,7 +588,7 @@ void Engine::check_lost(StoredStep& step, const slurm::JobInfo& job) {
     return;
   }
   const auto [it, first] = missing_since_.try_emplace(k, clock_.now());
-  const auto asked = verdict_asks_ != nullptr ? verdict_asks_->last(k) : std::nullopt;
+  const auto asked = reports_.asks.last(k);
   if (first || clock_.now() - it->second <= kLostStepGrace ||
       (asked && clock_.now() - *asked <= kLostStepGrace))
     return;
@@ -606,25 +603,23 @@ void Engine::decide(StoredStep& step, Verdict verdict, const std::string& messag
   step.verdict = verdict;
   step.message = message;
   save(step, event_of(verdict), message);
-  if (exit_reports_ != nullptr) exit_reports_->forget(key(step));
+  reports_.exits.forget(key(step));
   // A relaunch is a repair that succeeded: its marks no longer count
   // toward the circuit breaker.
-  if (verdict == Verdict::relaunch && step.repair.contains("failed"))
-    keeper_.gate().settled(Gate::Counted::mark, names(step.repair["failed"], "node"));
+  if (verdict == Verdict::relaunch && !step.repair.failed.empty())
+    keeper_.gate().settled(Gate::Counted::mark, step.repair.failed_nodes());
   if (verdict == Verdict::relaunch || verdict == Verdict::requeued || verdict == Verdict::give_up)
     tell_job(step);
 }
 
 void Engine::tell_job(const StoredStep& step) {
-  const auto failed = step.repair.contains("failed") ? names(step.repair["failed"], "node")
-                                                     : std::vector<std::string>{};
-  const auto nodes = join(failed, ",");
+  const auto nodes = join(step.repair.failed_nodes(), ",");
   // A relaunch says where; a requeue or give_up why (the first 160 bytes).
   const auto entry =
       fmt::format("attempt {}: {}{}{}", step.step.attempt, nodes.empty() ? "" : nodes + " failed, ",
                   to_string(step.verdict),
-                  step.verdict == Verdict::relaunch && step.repair.contains("relaunch")
-                      ? " on " + step.repair["relaunch"].value("nodelist", std::string())
+                  step.verdict == Verdict::relaunch && step.repair.relaunch
+                      ? " on " + step.repair.relaunch->nodelist
                   : step.verdict == Verdict::relaunch ? std::string()
                                                       : ": " + shortened(step.message, 160));
   // Off the tick: slurmctld may take seconds to answer (or refuse) it.

@@ -32,9 +32,8 @@
 #include "nodes/probe.hpp"
 #include "provision/provisioner.hpp"
 #include "resume/calls.hpp"
-#include "resume/exit_reports.hpp"
 #include "resume/outbox.hpp"
-#include "resume/verdict_asks.hpp"
+#include "resume/step_reports.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
 
@@ -42,10 +41,15 @@ namespace ar {
 
 class Engine {
  public:
-  // `keeper` has its turn on the engine's thread, with the same node list.
-  // Slurm, the clock and the prober are the engine's seams: tests pass fakes.
+  // `keeper` has its turn on the engine's thread, with the same node list,
+  // and so has continuous provisioning's `provisioner`, after it (none: it
+  // is off). `reports` is what the server hears of the steps (a step's exit
+  // reports are forgotten once the engine decides it; a registered step
+  // whose srun asks for its verdict is not lost). Slurm, the clock and the
+  // prober are the engine's seams: tests pass fakes.
   Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper, slurm::SlurmApi& slurm,
-         const Clock& clock, Prober& prober);
+         const Clock& clock, Prober& prober, StepReports& reports,
+         Provisioner* provisioner = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -58,15 +62,6 @@ class Engine {
   // One look at every protected step and the nodes (the thread's loop; tests
   // call it directly instead of starting the thread).
   void tick();
-  // The step daemons' reports (the server's): a step's are forgotten once
-  // the engine decides it.
-  void share_exit_reports(ExitReports* reports) { exit_reports_ = reports; }
-  // When each step's srun last asked for its verdict (the server's): a
-  // registered step whose srun asks is not lost.
-  void share_verdict_asks(const VerdictAsks* asks) { verdict_asks_ = asks; }
-  // Continuous provisioning has its turn on the engine's thread too, after
-  // the node keeper, with the same node list (none: it is off).
-  void share_provisioner(Provisioner* provisioner) { provisioner_ = provisioner; }
   // The calls no decision waits on (tell_job's): on their own thread once
   // the engine starts (tests start it by hand, and drain it).
   Outbox& outbox() { return outbox_; }
@@ -125,8 +120,8 @@ class Engine {
   // How many probes in a row `host` missed, once they reach probe_failures
   // (0 before, and with probing off).
   unsigned silent_probes(const std::string& host) const;
-  proto::json faults(const StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
-                     std::vector<std::string>& released);
+  std::vector<FailedNode> faults(const StoredStep& step, const slurm::JobInfo& job,
+                                 const NodeMap& nodes, std::vector<std::string>& released);
   // A step whose job is no longer running: requeued, or ended.
   void job_gone(StoredStep& step, const std::optional<slurm::JobInfo>& job);
   // A registered step Slurm has forgotten for a while is over.
@@ -162,7 +157,8 @@ class Engine {
   // Nodes of the job the protected step does not run on (spares it holds) that failed
   // while the step runs: set FAIL and shrunk out before Slurm sees them
   // DOWN (which kills or requeues the whole job); the step runs on.
-  void drop_spares(StoredStep& step, const slurm::JobInfo& job, const proto::json& failed);
+  void drop_spares(StoredStep& step, const slurm::JobInfo& job,
+                   const std::vector<FailedNode>& failed);
   // The run's relaunch budget before relaunching `step` (its earlier
   // attempts from the store).
   RelaunchBudget budget_of(const StoredStep& step);
@@ -208,11 +204,12 @@ class Engine {
   // The guard rails (observe.cpp): true when the gate holds the repair of
   // `failed` back (said as what it would do; a step that ended is decided
   // no_fault). What the repair would mark, and would do, in words.
-  bool held_back(StoredStep& step, const slurm::JobInfo& job, const proto::json& failed);
+  bool held_back(StoredStep& step, const slurm::JobInfo& job,
+                 const std::vector<FailedNode>& failed);
   std::vector<std::string> marks_of(const StoredStep& step, const slurm::JobInfo& job,
-                                    const proto::json& failed);
+                                    const std::vector<FailedNode>& failed);
   std::string would_do(const StoredStep& step, const slurm::JobInfo& job,
-                       const proto::json& failed);
+                       const std::vector<FailedNode>& failed);
   // Whether slurmctld no longer lists the old step, `waited` s after the
   // merge; cancels it again while it does (see kOldStepGone).
   bool old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int64_t waited);
@@ -234,7 +231,8 @@ class Engine {
   Store& store_;
   const DaemonConfig& config_;
   NodeKeeper& keeper_;
-  Provisioner* provisioner_ = nullptr;
+  StepReports& reports_;
+  Provisioner* provisioner_;
   slurm::SlurmApi& slurm_;
   const Clock& clock_;
   Prober& prober_;
@@ -270,8 +268,6 @@ class Engine {
   // Steps whose relaunch waits for nodes to register, said once.
   std::set<std::string> said_unregistered_;
 
-  ExitReports* exit_reports_ = nullptr;
-  const VerdictAsks* verdict_asks_ = nullptr;
   Outbox outbox_;
 
   std::thread thread_;

@@ -31,26 +31,24 @@ std::string give_up_reason(const StoredStep& step, const slurm::JobInfo& job,
 }  // namespace
 
 std::vector<std::string> Engine::marks_of(const StoredStep& step, const slurm::JobInfo& job,
-                                          const proto::json& failed) {
+                                          const std::vector<FailedNode>& failed) {
   // What check_policy and take_out mark: a requeue sets the failed nodes of
   // the job DOWN; a repair sets FAIL those that no check marked already.
-  const bool requeue = plan_for(step, job, names(failed, "node")).how == Refill::requeue;
+  const bool requeue = plan_for(step, job, failed_nodes(failed)).how == Refill::requeue;
   std::vector<std::string> out;
   for (const auto& f : failed) {
-    const std::string node = f["node"];
-    if (!contains(job.hosts, node)) continue;
-    if (requeue ? job.batch && job.requeue : !f["why"].get<std::string>().starts_with(kCheckFailed))
-      out.push_back(node);
+    if (!contains(job.hosts, f.node)) continue;
+    if (requeue ? job.batch && job.requeue : !f.why.starts_with(kCheckFailed))
+      out.push_back(f.node);
   }
   return out;
 }
 
 std::string Engine::would_do(const StoredStep& step, const slurm::JobInfo& job,
-                             const proto::json& failed) {
-  const auto nodes = names(failed, "node");
+                             const std::vector<FailedNode>& failed) {
+  const auto nodes = failed_nodes(failed);
   std::vector<std::string> why;
-  for (const auto& f : failed)
-    why.push_back(fmt::format("{}: {}", f["node"].get<std::string>(), f["why"].get<std::string>()));
+  for (const auto& f : failed) why.push_back(fmt::format("{}: {}", f.node, f.why));
   const auto give_up = give_up_reason(step, job, config_, clock_.unix_now());
   const auto marks = marks_of(step, job, failed);
   const auto plan = plan_for(step, job, nodes);
@@ -90,7 +88,8 @@ std::string Engine::would_do(const StoredStep& step, const slurm::JobInfo& job,
   return what + " (" + join(why, ", ") + ")";
 }
 
-bool Engine::held_back(StoredStep& step, const slurm::JobInfo& job, const proto::json& failed) {
+bool Engine::held_back(StoredStep& step, const slurm::JobInfo& job,
+                       const std::vector<FailedNode>& failed) {
   auto& gate = keeper_.gate();
   if (failed.empty()) {
     gate.settle(step);  // the episode, if any, is over
@@ -98,7 +97,7 @@ bool Engine::held_back(StoredStep& step, const slurm::JobInfo& job, const proto:
   }
   if (gate.allow(Gate::Counted::mark, marks_of(step, job, failed))) return false;
   const auto what = would_do(step, job, failed);
-  gate.would(step, join(names(failed, "node"), ","), what);
+  gate.would(step, join(failed_nodes(failed), ","), what);
   // The step is left alone. Once srun says it ended, it keeps the step's
   // own exit status: what it would be had nothing been done.
   if (step.state == StepState::ended)

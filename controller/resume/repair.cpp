@@ -21,14 +21,13 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
   if (step.phase != RepairPhase::detected) redo_lost_updates(step, job);
   // Paused or tripped since the fault was detected: nothing is done yet.
   if (step.phase == RepairPhase::detected && keeper_.gate().held()) {
-    keeper_.gate().would(step, "detected", would_do(step, job, step.repair["failed"]));
+    keeper_.gate().would(step, "detected", would_do(step, job, step.repair.failed));
     return;
   }
   if (step.phase == RepairPhase::detected && (!check_policy(step, job) || !take_out(step, job)))
     return;
   if (!no_new_faults(step, job, nodes)) return;
-  if (step.phase == RepairPhase::node_out && step.repair.contains("step_nodes"))
-    go_on_in_job(step, job);
+  if (step.phase == RepairPhase::node_out && step.repair.step_nodes) go_on_in_job(step, job);
   if (step.phase == RepairPhase::node_out && !replace(step, job, nodes)) return;
   if (step.phase == RepairPhase::replaced && !expand(step, job)) return;
   if (step.phase == RepairPhase::expanded) relaunch(step, job);
@@ -36,9 +35,9 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
 
 bool Engine::no_new_faults(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
   auto& repair = step.repair;
-  const auto failed = names(repair["failed"], "node");
-  const auto chosen = names(repair.value("replacements", proto::json::array()));
-  auto found = proto::json::array();
+  const auto failed = repair.failed_nodes();
+  const auto chosen = repair.replacements;
+  std::vector<FailedNode> found;
   std::vector<std::string> dropped;  // replacements that failed before they joined the job
   std::vector<std::string> what;
   auto look = [&](const std::string& host, bool joined) {
@@ -48,7 +47,7 @@ bool Engine::no_new_faults(StoredStep& step, const slurm::JobInfo& job, const No
     what.push_back(
         fmt::format("{}{}: {}", host, contains(chosen, host) ? " (a replacement)" : "", *why));
     if (joined)
-      found.push_back({{"node", host}, {"why", *why}, {"instance", instance}});
+      found.push_back({host, *why, instance});
     else
       dropped.push_back(host);
   };
@@ -61,22 +60,22 @@ bool Engine::no_new_faults(StoredStep& step, const slurm::JobInfo& job, const No
     if (!contains(job.hosts, host) && !contains(failed, host)) look(host, false);
   if (found.empty() && dropped.empty()) return true;
   for (const auto& node : dropped) {
-    if (repair.contains("helpers") && repair["helpers"].contains(node)) {
+    if (const auto it = repair.helpers.find(node); it != repair.helpers.end()) {
       try {
-        slurm_.cancel_job(repair["helpers"][node].get<std::uint32_t>());
+        slurm_.cancel_job(it->second);
       } catch (const slurm::SlurmError&) {
         // gone already; a helper left over is cancelled by name at the end
       }
-      repair["helpers"].erase(node);
+      repair.helpers.erase(it);
     }
-    forget_stamp(repair, "helper_since_" + node);
+    repair.helper_since.erase(node);
     pass_over(step, node);
   }
   // A node of the job failed: it leaves the job in this same repair (the
   // policy's checks and node_out again), and a replacement is chosen for
   // it. A merged replacement that failed stays counted among the
   // replacements (it was merged), so one more is chosen for it as well.
-  for (const auto& f : found) repair["failed"].push_back(f);
+  for (const auto& f : found) repair.failed.push_back(f);
   if (!found.empty()) move_to(step, StepState::repairing, RepairPhase::detected);
   save(step, EventKind::detected,
        fmt::format("step {}.{} attempt {}, during its repair: {}", step.step.job_id,
@@ -90,8 +89,8 @@ void Engine::redo_lost_updates(StoredStep& step, const slurm::JobInfo& job) {
   // replacement), a merged replacement out of it. What was lost is done
   // again: the failed nodes leave the job, the lost replacements are merged.
   auto& repair = step.repair;
-  const auto failed = names(repair["failed"], "node");
-  const auto chosen = names(repair.value("replacements", proto::json::array()));
+  const auto failed = repair.failed_nodes();
+  const auto& chosen = repair.replacements;
   std::vector<std::string> what;
   bool back = false;
   for (const auto& host : job.hosts)
@@ -99,14 +98,14 @@ void Engine::redo_lost_updates(StoredStep& step, const slurm::JobInfo& job) {
       what.push_back(host + " is in the job again");
       back = true;
     }
-  auto merged = repair.value("merged", proto::json::array());
-  for (const auto& node : names(merged))
+  auto merged = repair.merged;
+  for (const auto& node : repair.merged)
     if (!contains(job.hosts, node) && !contains(failed, node)) {
       what.push_back(node + " is out of it");
       merged.erase(std::remove(merged.begin(), merged.end(), node), merged.end());
     }
   if (what.empty()) return;
-  repair["merged"] = merged;
+  repair.merged = merged;
   if (back)
     move_to(step, StepState::repairing, RepairPhase::detected);
   else if (step.phase == RepairPhase::expanded)
@@ -122,8 +121,7 @@ RelaunchBudget Engine::budget_of(const StoredStep& step) {
   // Each attempt ran from its registration to its fault (the repair's
   // start), or to its end; the one failing now until now.
   auto times = [this](const StoredStep& s) {
-    const auto end =
-        get_stamp(s.repair, "started").value_or(s.ended_at > 0 ? s.ended() : clock_.stamp());
+    const auto end = s.repair.started.value_or(s.ended_at > 0 ? s.ended() : clock_.stamp());
     return AttemptTimes{s.step.attempt, clock_.since(s.created()), elapsed(s.created(), end)};
   };
   std::vector<AttemptTimes> attempts;
@@ -160,7 +158,7 @@ Engine::Plan Engine::plan_for(const StoredStep& step, const slurm::JobInfo& job,
 }
 
 bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
-  const auto failed = names(step.repair["failed"], "node");
+  const auto failed = step.repair.failed_nodes();
   const auto budget = budget_of(step);
   // No relaunch, but the failed node still leaves the job (so that Slurm
   // does not kill it) and the step ends at once: the batch script goes on
@@ -197,10 +195,10 @@ bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
     return false;
   }
   if (plan.how == Refill::replace)
-    step.repair.erase("step_nodes");
+    step.repair.step_nodes.reset();
   else
-    step.repair["step_nodes"] = plan.step_nodes;
-  step.repair["streak"] = budget.streak;  // the relaunch's backoff
+    step.repair.step_nodes = plan.step_nodes;
+  step.repair.streak = budget.streak;  // the relaunch's backoff
   return true;
 }
 
@@ -225,13 +223,13 @@ void Engine::requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
 
 void Engine::go_on_in_job(StoredStep& step, const slurm::JobInfo& job) {
   // `job` is as the tick read it, before take_out shrank it.
-  const auto failed = names(step.repair["failed"], "node");
+  const auto failed = step.repair.failed_nodes();
   std::vector<std::string> keep;
   for (const auto& host : job.hosts)
     if (!contains(failed, host)) keep.push_back(host);
-  const std::uint32_t size = step.repair["step_nodes"];
+  const std::uint32_t size = step.repair.step_nodes.value_or(0);
   move_to(step, StepState::repairing, RepairPhase::expanded);
-  put_stamp(step.repair, "expanded", clock_.stamp());
+  step.repair.expanded = clock_.stamp();
   save(step, EventKind::expanded,
        fmt::format("job {} goes on without a new node: the step runs again on {} of its {} "
                    "healthy nodes ({}){}",
@@ -243,7 +241,7 @@ void Engine::go_on_in_job(StoredStep& step, const slurm::JobInfo& job) {
 }
 
 bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
-  const auto failed = names(step.repair["failed"], "node");
+  const auto failed = step.repair.failed_nodes();
   std::vector<std::string> keep;
   for (const auto& host : job.hosts)
     if (!contains(failed, host)) keep.push_back(host);
@@ -252,17 +250,14 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
     return false;
   }
   std::vector<std::string> notes;
-  for (const auto& f : step.repair["failed"]) {
-    const std::string node = f["node"];
+  for (const auto& f : step.repair.failed) {
     // A node a health check, a heartbeat or an admin marked keeps that
     // reason: the node keeper replaces it by that mark. One the job no
     // longer holds is not the engine's to mark (Slurm dropped it, and
     // shows it DOWN or FAIL already).
-    if (f["why"].get<std::string>().starts_with(kCheckFailed) || !contains(job.hosts, node))
-      continue;
+    if (f.why.starts_with(kCheckFailed) || !contains(job.hosts, f.node)) continue;
     try {
-      slurm_.set_node_fail(
-          node, fmt::format("auto-resume: {} (job {})", f["why"].get<std::string>(), job.job_id));
+      slurm_.set_node_fail(f.node, fmt::format("auto-resume: {} (job {})", f.why, job.job_id));
     } catch (const slurm::SlurmError& e) {
       notes.push_back(e.what());  // the node may be gone from slurm.conf: the shrink matters
     }
@@ -281,8 +276,7 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
 std::multimap<std::string, std::int64_t> Engine::failed_instances(std::uint32_t job_id) {
   std::multimap<std::string, std::int64_t> out;
   for (const auto& s : store_.job_steps(job_id))
-    if (s.repair.contains("failed"))
-      for (const auto& f : s.repair["failed"]) out.emplace(f["node"], f["instance"]);
+    for (const auto& f : s.repair.failed) out.emplace(f.node, f.instance);
   return out;
 }
 
@@ -296,7 +290,7 @@ const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::J
   };
   // A spare of the job's partition (kept for this), else an idle node of
   // it; one that never failed this job, nor was given up in this repair.
-  const auto passed_over = names(step.repair.value("passed_over", proto::json::array()));
+  const auto& passed_over = step.repair.passed_over;
   for (const bool spare : {true, false}) {
     for (const auto& [name, node] : nodes) {
       if (spare ? !NodeKeeper::is_spare(*node)
@@ -342,17 +336,15 @@ Engine::Candidates Engine::candidates_for(const slurm::JobInfo& job) {
 
 bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
   auto& repair = step.repair;
-  if (!repair.contains("replacements")) repair["replacements"] = proto::json::array();
-  if (!repair.contains("restarted")) repair["restarted"] = proto::json::object();
-  const auto failed = repair["failed"];
-  auto chosen = names(repair["replacements"]);
+  const auto failed = repair.failed;
+  auto chosen = repair.replacements;
   Candidates candidates;
   if (chosen.size() < failed.size()) candidates = candidates_for(job);
   while (chosen.size() < failed.size()) {
     const auto* pick = pick_replacement(step, job, nodes, candidates, chosen);
     if (pick == nullptr) break;
     chosen.push_back(pick->name);
-    repair["replacements"].push_back(pick->name);
+    repair.replacements.push_back(pick->name);
     save(step, EventKind::replaced,
          fmt::format("{} (instance {}) joins job {}", pick->name, pick->slurmd_start_time,
                      job.job_id));
@@ -367,7 +359,7 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
   // nodes, which then come back idle as new instances (chosen above at a
   // later tick). A replacement that failed for good ends the wait.
   for (const auto& f : failed) {
-    const std::string node = f["node"];
+    const auto& node = f.node;
     if (contains(chosen, node)) continue;
     if (const auto r = store_.node_repair(node); r && r->state == NodeRepairState::failed) {
       decide(step, Verdict::give_up,
@@ -382,28 +374,25 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
 
 void Engine::pass_over(StoredStep& step, const std::string& node) {
   auto& repair = step.repair;
-  auto& chosen = repair["replacements"];
+  auto& chosen = repair.replacements;
   chosen.erase(std::remove(chosen.begin(), chosen.end(), node), chosen.end());
-  if (!repair.contains("passed_over")) repair["passed_over"] = proto::json::array();
-  if (!contains(names(repair["passed_over"]), node)) repair["passed_over"].push_back(node);
+  if (!contains(repair.passed_over, node)) repair.passed_over.push_back(node);
   move_to(step, StepState::repairing, RepairPhase::node_out);
 }
 
 bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
   auto& repair = step.repair;
-  if (!repair.contains("helpers")) repair["helpers"] = proto::json::object();
-  if (!repair.contains("merged")) repair["merged"] = proto::json::array();
-  for (const auto& node : names(repair["replacements"])) {
-    if (contains(names(repair["merged"]), node)) continue;
+  for (const auto& node : std::vector<std::string>(repair.replacements)) {
+    if (contains(repair.merged, node)) continue;
     if (contains(job.hosts, node)) {  // merged before a restart of the controller
-      repair["merged"].push_back(node);
+      repair.merged.push_back(node);
       continue;
     }
     if (!expand_one(step, job, node)) return false;
   }
   const auto now = slurm_.load_job(job.job_id);
   move_to(step, StepState::repairing, RepairPhase::expanded);
-  put_stamp(step.repair, "expanded", clock_.stamp());
+  step.repair.expanded = clock_.stamp();
   save(step, EventKind::expanded,
        fmt::format("job {} is on {} again", job.job_id, now ? now->nodes : std::string("?")));
   return true;
@@ -417,7 +406,7 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
     save(step, EventKind::expand_retry, why);
     return false;
   };
-  if (!repair["helpers"].contains(node)) {
+  if (!repair.helpers.contains(node)) {
     // The submit runs on a thread of its own (auto-resume-submit runs as
     // the job's owner, for up to 30 s): this tick goes on with the other
     // steps, and a later one takes its outcome.
@@ -436,29 +425,28 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
     } catch (const slurm::SlurmError& e) {
       return choose_again(fmt::format("{}: choosing another node", e.what()));
     }
-    repair["helpers"][node] = id;
+    repair.helpers[node] = id;
     save(step, EventKind::expand_helper,
          fmt::format("helper job {} allocates {} for job {}", id, node, job.job_id));
   }
-  const std::uint32_t helper = repair["helpers"][node];
+  const std::uint32_t helper = repair.helpers.at(node);
   const auto info = slurm_.load_job(helper);
   if (info && info->pending) {
     // The node went elsewhere or does not fit: choose again. The wait's
     // start is stored, since every tick reads the step from the store anew.
-    const auto stamp = "helper_since_" + node;
-    const bool first = !get_stamp(repair, stamp);
-    const auto waited = waited_since(repair, stamp, clock_);
+    const bool first = !repair.helper_since.contains(node);
+    const auto waited = waited_since(repair.helper_since[node], first, clock_);
     if (first && !store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
     if (waited < kHelperPatience) return false;
     slurm_.cancel_job(helper);
-    repair["helpers"].erase(node);
-    forget_stamp(repair, stamp);
+    repair.helpers.erase(node);
+    repair.helper_since.erase(node);
     return choose_again(fmt::format("helper job {} waited {} s for {} ({}): choosing another node",
                                     helper, std::chrono::duration_cast<seconds>(waited).count(),
                                     node, info->reason));
   }
   if (!info || !info->running) {
-    repair["helpers"].erase(node);  // ended without merging: try again
+    repair.helpers.erase(node);  // ended without merging: try again
     save(step, EventKind::expand_retry,
          fmt::format("helper job {} for {} ended ({}) before the merge", helper, node,
                      info ? info->state : "gone"));
@@ -470,13 +458,13 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
     // slurmctld restarted since the helper started: a new one is submitted
     // at the next tick, for the same node.
     slurm_.cancel_job(helper);
-    repair["helpers"].erase(node);
+    repair.helpers.erase(node);
     save(step, EventKind::expand_retry,
          fmt::format("{} (slurmctld restarted since helper job {} started): a new helper", e.what(),
                      helper));
     return false;
   }
-  repair["merged"].push_back(node);
+  repair.merged.push_back(node);
   save(step, EventKind::merged,
        fmt::format("{} merged into job {} (helper job {})", node, job.job_id, helper));
   return true;
@@ -487,10 +475,8 @@ void Engine::drop_unwanted_submits(const std::vector<StoredStep>& steps) {
     // Still wanted: its step repairs on, waiting for that node's helper.
     const bool wanted = std::ranges::any_of(steps, [&](const StoredStep& step) {
       if (step.state != StepState::repairing || step.phase != RepairPhase::replaced) return false;
-      const auto& repair = step.repair;
-      for (const auto& node : names(repair.value("replacements", proto::json::array())))
-        if (submit_key(step, node) == call)
-          return !(repair.contains("helpers") && repair["helpers"].contains(node));
+      for (const auto& node : step.repair.replacements)
+        if (submit_key(step, node) == call) return !step.repair.helpers.contains(node);
       return false;
     });
     if (wanted) continue;
@@ -510,19 +496,18 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
   const auto now = slurm_.load_job(before.job_id);
   if (!now || !now->running) return;  // the next tick decides what happened
   const auto& job = *now;
-  const auto waited = clock_.since(get_stamp(step.repair, "expanded").value_or(clock_.stamp()));
+  const auto waited = clock_.since(step.repair.expanded.value_or(clock_.stamp()));
   if (!old_step_gone(step, job, std::chrono::duration_cast<seconds>(waited).count())) return;
   const auto next = step.step.attempt + 1;
   // A repair stored before the budget has no streak: every attempt counts.
-  const std::uint32_t streak = step.repair.value("streak", next);
+  const std::uint32_t streak = step.repair.streak.value_or(next);
   const auto delay = relaunch_backoff(streak, std::chrono::duration_cast<seconds>(config_.backoff),
                                       DaemonConfig::kMaxBackoff);
   if (waited < delay) return;
   // Last: it asks slurmctld about each node of the job.
   if (!nodes_registered(step, job)) return;
-  step.repair["relaunch"] = {{"nodelist", job.nodes}, {"num_nodes", job.hosts.size()}};
-  if (step.repair.contains("step_nodes"))
-    step.repair["relaunch"]["step_nodes"] = step.repair["step_nodes"];
+  step.repair.relaunch = RelaunchPlan{job.nodes, static_cast<std::uint32_t>(job.hosts.size()),
+                                      step.repair.step_nodes.value_or(0)};
   decide(
       step, Verdict::relaunch,
       fmt::format("relaunching run {} as attempt {} on {}{}", step.step.run_id, next, job.nodes,
@@ -559,7 +544,7 @@ bool Engine::old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int
   // other nodes' completions go through that node); --overlap allows for it.
   const auto registered = slurm::expand_hostlist(step.step.nodelist);
   const bool head_died =
-      !registered.empty() && contains(names(step.repair["failed"], "node"), registered.front());
+      !registered.empty() && contains(step.repair.failed_nodes(), registered.front());
   if (head_died || waited >= kOldStepGone.count()) {
     if (said_old_step_.insert(key(step)).second)
       log::warn(
@@ -569,10 +554,10 @@ bool Engine::old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int
     return true;
   }
   // Its slurmstepds may be slow to end: cancel it again, once per grace.
-  const auto last = get_stamp(step.repair, "old_step_cancelled");
+  const auto last = step.repair.old_step_cancelled;
   if (last && clock_.since(*last) < kOldStepGrace) return false;
   slurm_.kill_step(job.job_id, id);
-  put_stamp(step.repair, "old_step_cancelled", clock_.stamp());
+  step.repair.old_step_cancelled = clock_.stamp();
   if (!store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
   if (!last)
     log::info("step {}: step {}.{} still listed {} s after the merge: cancelled again", key(step),
@@ -585,7 +570,7 @@ bool Engine::no_step_daemons(StoredStep& step, const slurm::JobInfo& job) {
   // 22.05 ends a step's record only when its slurmstepds report its end (or
   // the job ends), and a cancel reaches none. Its nodes still in the job are
   // asked whether they run any of it; the failed ones are dead or new.
-  const auto failed = names(step.repair["failed"], "node");
+  const auto failed = step.repair.failed_nodes();
   std::vector<std::string> ask;
   for (const auto& host : step_hosts(step))
     if (contains(job.hosts, host) && !contains(failed, host)) ask.push_back(host);

@@ -19,13 +19,17 @@ using proto::ProtocolError;
 namespace code = proto::code;
 
 Service::Service(Store& store, slurm::SlurmApi& slurm, const Clock& clock,
-                 std::function<void()> wake, NodeKeeper* keeper, const DaemonConfig* config)
+                 std::function<void()> wake, StepReports& reports, NodeKeeper* keeper,
+                 const DaemonConfig* config, Provisioner* provisioner, ControllerMetrics* metrics)
     : store_(store),
       slurm_(slurm),
       clock_(clock),
       wake_(std::move(wake)),
+      reports_(reports),
       keeper_(keeper),
-      config_(config) {}
+      config_(config),
+      provisioner_(provisioner),
+      metrics_(metrics) {}
 
 bool Service::privileged(uid_t caller) {
   if (caller == 0) return true;
@@ -173,7 +177,7 @@ proto::RegisterReply Service::do_register(proto::RegisterRequest step, uid_t cal
 void Service::count_recovery(const proto::StepRegistration& step) {
   const auto before = store_.find(step.run_id, step.attempt - 1);
   if (!before || before->verdict != Verdict::relaunch) return;
-  const auto fault = get_stamp(before->repair, "started");
+  const auto& fault = before->repair.started;
   if (!fault) return;
   metrics_->recovered(std::chrono::duration<double>(clock_.since(*fault)).count());
 }
@@ -324,16 +328,15 @@ std::string report_key(const StoredStep& step) {
 
 // The nodes the resume engine relaunches the step on, as it stored them.
 proto::VerdictReply::Relaunch relaunch_plan(const StoredStep& step) {
-  const auto plan = step.repair.value("relaunch", json::object());
-  return {plan.value("nodelist", std::string()), plan.value("num_nodes", 0U),
-          plan.value("step_nodes", 0U)};
+  const auto plan = step.repair.relaunch.value_or(RelaunchPlan{});
+  return {plan.nodelist, plan.num_nodes, plan.step_nodes};
 }
 
 }  // namespace
 
 proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, uid_t caller) {
   auto step = owned_step(request.run_id, request.attempt, caller);
-  verdict_asks_.asked(fmt::format("{}#{}", step.step.run_id, step.step.attempt), clock_.now());
+  reports_.asks.asked(fmt::format("{}#{}", step.step.run_id, step.step.attempt), clock_.now());
   bool marked = false;
   if (request.ended && step.state == StepState::registered) {
     const auto now = clock_.stamp();
@@ -376,7 +379,7 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
     wake_();
   }
   if (step.state == StepState::decided) {
-    exit_reports_.forget(report_key(step));
+    reports_.exits.forget(report_key(step));
     reply.verdict = step.verdict;
     reply.message = step.message;
     if (step.verdict == Verdict::relaunch) reply.relaunch = relaunch_plan(step);
@@ -419,18 +422,17 @@ proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t
         fmt::format("job {}: step {}.{} attempt {} cancelled; its helper jobs go", step.step.job_id,
                     step.step.job_id, step.step.step_id, step.step.attempt));
     step = store_.find(step.step.run_id, step.step.attempt).value();
-    if (step.repair.contains("helpers"))
-      for (const auto& [node, helper] : step.repair["helpers"].items()) {
-        try {
-          slurm_.cancel_job(helper.get<std::uint32_t>());
-        } catch (const std::exception&) {
-          // gone already, or slurmctld is away: the engine cleans up by name
-        }
+    for (const auto& [node, helper] : step.repair.helpers) {
+      try {
+        slurm_.cancel_job(helper);
+      } catch (const std::exception&) {
+        // gone already, or slurmctld is away: the engine cleans up by name
       }
+    }
     wake_();
   }
   step = store_.find(step.step.run_id, step.step.attempt).value();
-  exit_reports_.forget(report_key(step));
+  reports_.exits.forget(report_key(step));
   return {step.step.run_id, step.step.attempt, step.verdict, step.message};
 }
 
@@ -478,7 +480,7 @@ proto::TasksExitedReply Service::do_tasks_exited(const proto::TasksExitedRequest
                                report.node_id, what, shortened(step->step.nodelist, 256))};
   const auto tasks = fmt::format("{} of {}: {} task{}, {} with a status other than 0", report.node,
                                  what, report.tasks, report.tasks == 1 ? "" : "s", report.failed);
-  if (exit_reports_.add(report_key(*step), report.node, report.clean(), hosts) &&
+  if (reports_.exits.add(report_key(*step), report.node, report.clean(), hosts) &&
       step->state == StepState::ended && decide_clean_end(*step))
     return {true, tasks + "; every node reported: no_fault"};
   return {true, tasks};
@@ -487,7 +489,7 @@ proto::TasksExitedReply Service::do_tasks_exited(const proto::TasksExitedRequest
 bool Service::decide_clean_end(StoredStep& step) {
   const auto k = report_key(step);
   const auto hosts = hosts_of(step);
-  if (!exit_reports_.all_clean(k, hosts)) return false;
+  if (!reports_.exits.all_clean(k, hosts)) return false;
   const auto message = fmt::format(
       "every node of step {}.{} ({}) reported its tasks exited 0; srun keeps the "
       "step's own exit status",
@@ -503,7 +505,7 @@ bool Service::decide_clean_end(StoredStep& step) {
       log::warn("step {}: cannot store its no_fault (it waits end_window): {}", k, e.what());
     return false;
   }
-  exit_reports_.forget(k);
+  reports_.exits.forget(k);
   log::audit({step.uid, "register", step.step.run_id}, name_of(EventKind::no_fault),
              fmt::format("job {}: {}", step.step.job_id, message));
   return true;

@@ -16,8 +16,7 @@
 #include "autoresume/protocol.hpp"
 #include "nodes/node_keeper.hpp"
 #include "provision/provisioner.hpp"
-#include "resume/exit_reports.hpp"
-#include "resume/verdict_asks.hpp"
+#include "resume/step_reports.hpp"
 #include "server/metrics.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
@@ -34,26 +33,19 @@ class Service {
   // must take load_job, slurm_user_uid and cancel_job from any of them.
   // With `config`, a step past its deadline (resume/deadline.hpp) is
   // answered give_up even when neither the engine nor the store can act.
+  // What srun and the step daemons say of their steps goes to `reports`,
+  // which the engine reads. Continuous provisioning's ops go to
+  // `provisioner` (none: they answer `unavailable`); requests (by op and
+  // outcome) and recoveries are counted into `metrics`, if given.
   Service(Store& store, slurm::SlurmApi& slurm, const Clock& clock, std::function<void()> wake,
-          NodeKeeper* keeper = nullptr, const DaemonConfig* config = nullptr);
+          StepReports& reports, NodeKeeper* keeper = nullptr, const DaemonConfig* config = nullptr,
+          Provisioner* provisioner = nullptr, ControllerMetrics* metrics = nullptr);
 
   // The reply body for `request` from `caller`, connected from the numeric
   // address `peer` (a heartbeat is taken only from its node's address).
   std::string handle(const proto::Request& request, uid_t caller, const std::string& peer = {});
   // root, and SlurmUser once slurmctld has told who that is.
   bool privileged(uid_t caller);
-  // The step daemons' reports of their tasks' exit (tasks_exited): the
-  // engine forgets a step's once it decides it.
-  ExitReports& exit_reports() { return exit_reports_; }
-  // Continuous provisioning's ops go to `provisioner` (before the server
-  // starts); without one they answer `unavailable`.
-  void share_provisioner(Provisioner* provisioner) { provisioner_ = provisioner; }
-  // When each step's srun last asked for its verdict: the engine takes a
-  // step whose srun asks for alive, whatever slurmctld lists.
-  VerdictAsks& verdict_asks() { return verdict_asks_; }
-  // Requests (by op and outcome) and recoveries are counted into `metrics`
-  // (before the server starts).
-  void share_metrics(ControllerMetrics* metrics) { metrics_ = metrics; }
 
  private:
   // Throws forbidden with `message`; unavailable while slurmctld cannot say
@@ -111,10 +103,11 @@ class Service {
   slurm::SlurmApi& slurm_;
   const Clock& clock_;
   std::function<void()> wake_;
+  StepReports& reports_;
   NodeKeeper* keeper_;
   const DaemonConfig* config_;
-  Provisioner* provisioner_ = nullptr;
-  ControllerMetrics* metrics_ = nullptr;
+  Provisioner* provisioner_;
+  ControllerMetrics* metrics_;
   std::mutex mutex_;  // guards slurm_user_: requests are served by several threads
   std::optional<uid_t> slurm_user_;
   // Guarded by mutex_ as well: the steps' ends the store could not take,
@@ -122,8 +115,6 @@ class Service {
   std::map<std::string, Stamp> unstored_ends_;
   std::set<std::string> store_failures_;
   std::string lookup_error_;  // why slurmctld could not say who SlurmUser is
-  ExitReports exit_reports_;  // locks itself
-  VerdictAsks verdict_asks_;  // locks itself
 };
 
 }  // namespace ar

@@ -131,7 +131,7 @@ StoredStep read_step(const Statement& s) {
   }
   out.message = s.text(12);
   out.phase = stored<RepairPhase>(s.text(13), "repair phase");
-  out.repair = proto::json::parse(s.text(14));
+  out.repair = repair_facts_from_json(proto::json::parse(s.text(14)));
   out.row = s.integer(15);
   out.created_boot_ms = s.integer(16);
   out.created_boot_id = s.text(17);
@@ -413,7 +413,7 @@ bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
         .bind(2, verdict_text(step.verdict))
         .bind(3, shortened(step.message, kMaxDetailBytes))
         .bind(4, std::string(name_of(step.phase)))
-        .bind(5, step.repair.dump(-1, ' ', false, proto::json::error_handler_t::replace))
+        .bind(5, to_json(step.repair).dump(-1, ' ', false, proto::json::error_handler_t::replace))
         .bind(6, step.ended_at)
         .bind(7, now)
         .bind(8, step.ended_boot_ms)
@@ -785,29 +785,6 @@ void Store::settle_actions(const std::string& kind, const std::vector<std::strin
 void Store::forget_actions() {
   std::lock_guard lock(mutex_);
   exec("DELETE FROM guard_actions");
-}
-
-void put_stamp(proto::json& facts, const std::string& name, const Stamp& stamp) {
-  facts[name + "_at"] = stamp.wall;
-  facts[name + "_boot_ms"] = stamp.boot_ms;
-  facts[name + "_boot_id"] = stamp.boot_id;
-}
-
-void forget_stamp(proto::json& facts, const std::string& name) {
-  for (const auto* suffix : {"_at", "_boot_ms", "_boot_id"}) facts.erase(name + suffix);
-}
-
-std::optional<Stamp> get_stamp(const proto::json& facts, const std::string& name) {
-  const auto at = facts.find(name + "_at");
-  if (at == facts.end() || !at->is_number_integer()) return std::nullopt;
-  Stamp out{at->get<std::int64_t>(), 0, {}};
-  const auto ms = facts.find(name + "_boot_ms");
-  const auto id = facts.find(name + "_boot_id");
-  if (ms != facts.end() && ms->is_number_integer() && id != facts.end() && id->is_string()) {
-    out.boot_ms = ms->get<std::int64_t>();
-    out.boot_id = id->get<std::string>();
-  }
-  return out;
 }
 
 }  // namespace ar

@@ -21,6 +21,7 @@
 #include "autoresume/instances.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/states.hpp"
+#include "store/repair_facts.hpp"
 
 namespace ar {
 
@@ -28,13 +29,13 @@ struct StoredStep {
   proto::StepRegistration step;
   uid_t uid = 0;
   StepState state = StepState::registered;
-  std::int64_t created_at = 0;                 // unix seconds
-  std::int64_t ended_at = 0;                   // when srun reported the end; 0 while it runs
-  Verdict verdict = Verdict::none;             // set once decided
-  std::string message;                         // the verdict's explanation, for srun's stderr
-  RepairPhase phase = RepairPhase::none;       // how far a repair got (resumed after a restart)
-  proto::json repair = proto::json::object();  // the repair's facts (failed nodes, helper job...)
-  std::int64_t row = 0;                        // the store's row id: a status page's cursor
+  std::int64_t created_at = 0;            // unix seconds
+  std::int64_t ended_at = 0;              // when srun reported the end; 0 while it runs
+  Verdict verdict = Verdict::none;        // set once decided
+  std::string message;                    // the verdict's explanation, for srun's stderr
+  RepairPhase phase = RepairPhase::none;  // how far a repair got (resumed after a restart)
+  RepairFacts repair;                     // the repair's facts (failed nodes, helper jobs...)
+  std::int64_t row = 0;                   // the store's row id: a status page's cursor
   // created_at and ended_at with the boot time (clock.hpp: Stamp); a boot
   // id is empty in a record stored before schema 5 (then wall time counts).
   std::int64_t created_boot_ms = 0;
@@ -50,14 +51,6 @@ struct StoredStep {
     ended_boot_id = at.boot_id;
   }
 };
-
-// A Stamp kept in a JSON object (a repair's facts) as NAME_at (Unix
-// seconds, shown as before), NAME_boot_ms and NAME_boot_id. One stored
-// before the boot fields has its wall time only; nothing without NAME_at.
-void put_stamp(proto::json& facts, const std::string& name, const Stamp& stamp);
-std::optional<Stamp> get_stamp(const proto::json& facts, const std::string& name);
-// Removes what put_stamp kept as `name`.
-void forget_stamp(proto::json& facts, const std::string& name);
 
 // An event to record with a state change.
 struct EventSpec {

@@ -29,6 +29,7 @@ AR_DAEMON=$WORK/bin/$(basename "$AR_DAEMON")
 CONTROLLER_CONF=$'backoff=0\nend_window=1' controller_up
 
 for name in a b; do
+  # shellcheck disable=SC2016 # expanded by the step's shell
   printf '#!/bin/bash\nsrun --auto-resume=1 -o %s/%s.out bash -c %q\necho "srun exit $?"\n' \
     "$WORK" "$name" 'echo "attempt=$AUTO_RESUME_ATTEMPT rank=$SLURM_PROCID"; sleep 1000' >"$name.sh"
 done

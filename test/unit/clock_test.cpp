@@ -58,14 +58,14 @@ TEST_CASE("the fake clock steps its wall time alone, and reboots", "[clock]") {
 
 TEST_CASE("waited_since stores its start once and survives wall clock steps", "[clock]") {
   ar::test::ManualClock clock;
-  auto facts = ar::proto::json::object();
-  CHECK(ar::resume_detail::waited_since(facts, "helper_since_node5", clock) == 0ms);
-  CHECK(facts.contains("helper_since_node5_at"));
+  ar::RepairFacts facts;
+  CHECK(ar::resume_detail::waited_since(facts.helper_since["node5"], true, clock) == 0ms);
+  CHECK(ar::to_json(facts).contains("helper_since_node5_at"));
   clock.advance(20s);
   clock.step_wall(1h);
-  CHECK(ar::resume_detail::waited_since(facts, "helper_since_node5", clock) == 20s);
+  CHECK(ar::resume_detail::waited_since(facts.helper_since["node5"], false, clock) == 20s);
   // As read back from the store: the same.
-  auto stored = ar::proto::json::parse(facts.dump());
+  auto stored = ar::repair_facts_from_json(ar::proto::json::parse(ar::to_json(facts).dump()));
   clock.advance(15s);
-  CHECK(ar::resume_detail::waited_since(stored, "helper_since_node5", clock) == 35s);
+  CHECK(ar::resume_detail::waited_since(stored.helper_since.at("node5"), false, clock) == 35s);
 }

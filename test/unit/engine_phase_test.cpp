@@ -222,7 +222,7 @@ class PhaseRun {
         REQUIRE(step.phase == RepairPhase::replaced);
         rig_.slurm.start_job(5000);
         rig_.engine->tick();
-        REQUIRE(rig_.step(1).repair["merged"] == ar::proto::json{"node5"});
+        REQUIRE(rig_.step(1).repair.merged == std::vector<std::string>{"node5"});
         REQUIRE(rig_.slurm.jobs.at(5001).pending);  // node6's
         break;
       case Phase::expanded:
@@ -238,7 +238,7 @@ class PhaseRun {
 
   // srun relaunched the step as attempt 2 (step 10.2) on the repaired job.
   void register_next() {
-    const std::string nodelist = rig_.step(1).repair["relaunch"]["nodelist"];
+    const std::string nodelist = rig_.step(1).repair.relaunch.value().nodelist;
     rig_.slurm.add_step(10, 2, nodelist);
     ar::proto::StepRegistration next;
     next.job_id = 10;
@@ -326,10 +326,10 @@ class PhaseRun {
     }
     REQUIRE(step.verdict == Verdict::relaunch);
     CHECK(count(kinds, "relaunch") == last_attempt());
-    const std::string nodelist = step.repair["relaunch"]["nodelist"];
+    const std::string nodelist = step.repair.relaunch.value().nodelist;
     const auto hosts = ar::slurm::expand_hostlist(nodelist);
     CHECK(hosts.size() == 4);  // as many nodes as the step started with
-    CHECK(step.repair["relaunch"]["num_nodes"] == 4);
+    CHECK(step.repair.relaunch.value().num_nodes == 4);
     for (const auto& host : hosts) {
       INFO("relaunched on " << host);
       CHECK(alive(host));

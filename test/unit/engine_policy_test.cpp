@@ -169,8 +169,7 @@ TEST_CASE("a step Slurm forgot while its srun still asks is not written off", "[
   // slurmctld SIGKILLed and back from its last saved state, which lacks a
   // step started since: the step and its srun run on.
   Rig rig;
-  ar::VerdictAsks asks;
-  rig.engine->share_verdict_asks(&asks);
+  auto& asks = rig.reports.asks;  // the server's, as it hears srun
   rig.protect();
   rig.slurm.steps.clear();
   for (int second = 0; second < 30; ++second) {

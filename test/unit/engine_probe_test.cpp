@@ -347,7 +347,7 @@ TEST_CASE("two nodes failing in the same second are one repair and one attempt",
   rig.engine->tick();
   const auto step = rig.step();
   REQUIRE(step.verdict == Verdict::relaunch);
-  CHECK(step.repair["relaunch"]["nodelist"] == "node[1,4-6]");
+  CHECK(step.repair.relaunch.value().nodelist == "node[1,4-6]");
   CHECK(rig.detail("detected") == "step 10.0 attempt 0: node2: it is DOWN, node3: it is DOWN");
   CHECK(std::ranges::count(rig.kinds(), "detected") == 1);
   CHECK(rig.store->job_steps(10).size() == 1);

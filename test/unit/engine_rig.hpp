@@ -30,7 +30,7 @@ struct EngineRig : ar::test::Fakes {
     store.reset();
     store = std::make_unique<ar::Store>(dir.path, clock);
     keeper = std::make_unique<ar::NodeKeeper>(*store, config, slurm, clock, prober, runner);
-    engine = std::make_unique<ar::Engine>(*store, config, *keeper, slurm, clock, prober);
+    engine = std::make_unique<ar::Engine>(*store, config, *keeper, slurm, clock, prober, reports);
   }
   // Job 10 of uid 1000 on node1-4, its step 10.0 protected as run "r".
   void protect(std::uint32_t attempt = 0, std::uint32_t step_id = 0) {

@@ -29,7 +29,7 @@ void protect_with_spares(Rig& rig, int job_nodes, int step_nodes, std::uint32_t 
 }
 
 // The relaunch plan the server hands srun.
-ar::proto::json plan(Rig& rig) { return rig.step().repair.at("relaunch"); }
+ar::RelaunchPlan plan(Rig& rig) { return rig.step().repair.relaunch.value(); }
 
 }  // namespace
 
@@ -49,8 +49,7 @@ TEST_CASE("a GRES job with a spare goes on in place: the failed node out, the st
   CHECK_FALSE(rig.slurm.updated("requeue"));
   CHECK_FALSE(rig.slurm.updated("helper"));
   CHECK_FALSE(rig.slurm.updated("down"));
-  CHECK(plan(rig) ==
-        ar::proto::json{{"nodelist", "node[1-2,4-5]"}, {"num_nodes", 4}, {"step_nodes", 4}});
+  CHECK(plan(rig) == ar::RelaunchPlan{"node[1-2,4-5]", 4, 4});
   CHECK(rig.detail("expanded") ==
         "job 10 goes on without a new node: the step runs again on 4 of its 4 healthy nodes "
         "(node[1-2,4-5])");
@@ -81,8 +80,7 @@ TEST_CASE("a step with min_nodes goes on on fewer nodes while enough are left",
     rig.slurm.nodes["node3"].down = true;
     REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
     CHECK(rig.step().verdict == Verdict::relaunch);
-    CHECK(plan(rig) ==
-          ar::proto::json{{"nodelist", "node[1-2,4]"}, {"num_nodes", 3}, {"step_nodes", 3}});
+    CHECK(plan(rig) == ar::RelaunchPlan{"node[1-2,4]", 3, 3});
     CHECK(rig.detail("expanded") ==
           "job 10 goes on without a new node: the step runs again on 3 of its 3 healthy nodes "
           "(node[1-2,4]), 1 fewer than before (--auto-resume-min-nodes=3)");

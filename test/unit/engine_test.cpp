@@ -22,8 +22,8 @@ TEST_CASE("a DOWN node of a protected step is taken out and the step relaunched"
   CHECK(rig.slurm.updated("helper 5000 node5 for 10"));
   CHECK(rig.slurm.updated("merge 5000 into 10"));
   CHECK(rig.slurm.jobs.at(10).nodes == "node[1-2,4-5]");
-  CHECK(step.repair["relaunch"]["nodelist"] == "node[1-2,4-5]");
-  CHECK(step.repair["relaunch"]["num_nodes"] == 4);
+  CHECK(step.repair.relaunch.value().nodelist == "node[1-2,4-5]");
+  CHECK(step.repair.relaunch.value().num_nodes == 4);
   CHECK(rig.kinds() == std::vector<std::string>{"registered", "detected", "node_out", "replaced",
                                                 "replaced_all", "expand_helper", "merged",
                                                 "expanded", "relaunch"});
@@ -53,7 +53,7 @@ TEST_CASE("each repair phase is stored and a restarted controller carries on fro
   rig.slurm.add_nodes(5);  // node5 is new and idle
   rig.engine->tick();
   CHECK(rig.step().phase == RepairPhase::replaced);
-  CHECK(rig.step().repair["helpers"]["node5"] == 5000);
+  CHECK(rig.step().repair.helpers.at("node5") == 5000);
 
   rig.start();  // restart at replaced, with the helper pending
   rig.slurm.start_job(5000);
@@ -90,7 +90,7 @@ TEST_CASE("a second node failing during a helper's wait joins the same repair an
   rig.engine->tick();
   CHECK(rig.slurm.updated("fail node2 auto-resume: it is DOWN (job 10)"));
   CHECK(rig.slurm.updated("shrink 10 node[1,4]"));
-  CHECK(rig.step().repair["replacements"] == ar::proto::json{"node5", "node6"});
+  CHECK(rig.step().repair.replacements == std::vector<std::string>{"node5", "node6"});
   rig.slurm.start_job(5000);
   rig.engine->tick();
   CHECK(rig.slurm.updated("helper 5001 node6 for 10"));
@@ -99,7 +99,7 @@ TEST_CASE("a second node failing during a helper's wait joins the same repair an
   const auto step = rig.step();
   CHECK(step.verdict == Verdict::relaunch);
   CHECK(step.message == "relaunching run r as attempt 1 on node[1,4-6]");
-  CHECK(step.repair["relaunch"]["nodelist"] == "node[1,4-6]");
+  CHECK(step.repair.relaunch.value().nodelist == "node[1,4-6]");
   CHECK(rig.store->job_steps(10).size() == 1);  // one repair, one attempt
   const auto kinds = rig.kinds();
   CHECK(std::count(kinds.begin(), kinds.end(), "detected") == 2);
@@ -132,7 +132,7 @@ TEST_CASE("a replacement that fails before it joins the job is replaced", "[engi
   CHECK(rig.slurm.updated("helper 5001 node6 for 10"));
   rig.slurm.start_job(5001);
   REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
-  CHECK(rig.step().repair["relaunch"]["nodelist"] == "node[1-2,4,6]");
+  CHECK(rig.step().repair.relaunch.value().nodelist == "node[1-2,4,6]");
   CHECK_FALSE(rig.slurm.updated("fail node5"));  // never the job's: not the engine's to mark
 }
 
@@ -152,7 +152,7 @@ TEST_CASE("a merged replacement that fails during the backoff is taken out and r
   CHECK(step.verdict == Verdict::relaunch);
   CHECK(rig.slurm.updated("fail node5 auto-resume: it is DOWN (job 10)"));
   CHECK(rig.slurm.updated("shrink 10 node[1-2,4]"));
-  CHECK(step.repair["relaunch"]["nodelist"] == "node[1-2,4,6]");
+  CHECK(step.repair.relaunch.value().nodelist == "node[1-2,4,6]");
   CHECK(step.message == "relaunching run r as attempt 2 on node[1-2,4,6] after a backoff of 10 s");
 }
 
@@ -259,7 +259,7 @@ TEST_CASE(
   CHECK(rig.last_detail("detected").find("node3 is in the job again, node5 is out of it") !=
         std::string::npos);
   CHECK(rig.step().verdict == Verdict::relaunch);
-  CHECK(rig.step().repair["relaunch"]["nodelist"] == "node[1-2,4-5]");
+  CHECK(rig.step().repair.relaunch.value().nodelist == "node[1-2,4-5]");
 }
 
 TEST_CASE("a helper a restarted slurmctld no longer links to the job is replaced by a new one",
@@ -361,7 +361,7 @@ TEST_CASE("a helper left pending for 30 s is given up for another idle node, acr
   rig.engine->tick();
   const auto step = rig.step();
   CHECK(step.verdict == Verdict::relaunch);
-  CHECK(step.repair["relaunch"]["nodelist"] == "node[1-2,4,6]");
+  CHECK(step.repair.relaunch.value().nodelist == "node[1-2,4,6]");
 }
 
 TEST_CASE("a helper that ends before the merge is submitted again", "[engine]") {
@@ -383,12 +383,12 @@ TEST_CASE("a helper Slurm refuses makes the engine choose another node", "[engin
   rig.engine->tick();
   CHECK(rig.step().phase == RepairPhase::node_out);
   CHECK(rig.detail("expand_retry").ends_with(": choosing another node"));
-  CHECK(rig.step().repair["replacements"].empty());
+  CHECK(rig.step().repair.replacements.empty());
   // node5 is still idle but not chosen again in this repair: node6 is.
   rig.engine->tick();
   CHECK(rig.slurm.updated("helper 5000 node6 for 10"));
   CHECK(rig.step().verdict == Verdict::relaunch);
-  CHECK(rig.step().repair["relaunch"]["nodelist"] == "node[1-2,4,6]");
+  CHECK(rig.step().repair.relaunch.value().nodelist == "node[1-2,4,6]");
 }
 
 TEST_CASE("a node a health check marked keeps its mark and the step moves off it", "[engine]") {
@@ -459,7 +459,7 @@ TEST_CASE("with no idle node the failed node's new instance replaces it", "[engi
   node3.slurmd_start_time = rig.clock.unix_now();
   REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
   CHECK(rig.step().verdict == Verdict::relaunch);
-  CHECK(rig.step().repair["relaunch"]["nodelist"] == "node[1-4]");
+  CHECK(rig.step().repair.relaunch.value().nodelist == "node[1-4]");
   CHECK(rig.slurm.updated("resume node3"));
 }
 
@@ -530,11 +530,11 @@ TEST_CASE("a node that failed this job before is not chosen again but its new in
   CHECK(rig.step(1).verdict == Verdict::relaunch);
 }
 
-TEST_CASE("a slow AdminComment update holds up no other job's repair", "[engine][outbox]") {
-  Rig rig(8);
-  rig.config.backoff = 0ms;
-  rig.protect();  // job 10 on node1-4
-  rig.slurm.add_job(20, 1000, {"node5", "node6"});
+// Job 20 of uid 1000 on `hosts`, its step 20.0 on node5-6 protected as run
+// "r2" (with node7 in the job, a spare it holds: a fault of node6 is
+// repaired in place).
+static void protect_other(Rig& rig, const std::vector<std::string>& hosts) {
+  rig.slurm.add_job(20, 1000, hosts);
   rig.slurm.add_step(20, 0, "node[5-6]");
   ar::proto::StepRegistration other;
   other.job_id = 20;
@@ -543,6 +543,13 @@ TEST_CASE("a slow AdminComment update holds up no other job's repair", "[engine]
   other.cwd = "/w";
   other.nodelist = "node[5-6]";
   REQUIRE(rig.store->register_step(other, 1000) == ar::Store::Insert::created);
+}
+
+TEST_CASE("a slow AdminComment update holds up no other job's repair", "[engine][outbox]") {
+  Rig rig(8);
+  rig.config.backoff = 0ms;
+  rig.protect();  // job 10 on node1-4
+  protect_other(rig, {"node5", "node6"});
   rig.engine->outbox().start();
   // slurmctld takes its time with AdminComment updates (without slurmdbd
   // it refuses each after 5 s).
@@ -563,26 +570,12 @@ TEST_CASE("a slow AdminComment update holds up no other job's repair", "[engine]
         std::string::npos);
 }
 
-// Job 20 of uid 1000 on node5-7, its step on node5-6 (node7 a spare it
-// holds) protected as run "r2": a fault of node6 is repaired in place.
-static void protect_other(Rig& rig) {
-  rig.slurm.add_job(20, 1000, {"node5", "node6", "node7"});
-  rig.slurm.add_step(20, 0, "node[5-6]");
-  ar::proto::StepRegistration other;
-  other.job_id = 20;
-  other.run_id = "r2";
-  other.argv = {"srun", "--auto-resume=1", "train"};
-  other.cwd = "/w";
-  other.nodelist = "node[5-6]";
-  REQUIRE(rig.store->register_step(other, 1000) == ar::Store::Insert::created);
-}
-
 TEST_CASE("a stopped expand helper submit holds up no tick: another job's repair goes on",
           "[engine][submits]") {
   Rig rig(8);
   rig.config.backoff = 0ms;
   rig.protect();  // job 10 on node1-4: node3's repair needs a new node (a helper)
-  protect_other(rig);
+  protect_other(rig, {"node5", "node6", "node7"});
   rig.engine->start_submits();
   // The job's owner stopped auto-resume-submit (it runs as them).
   rig.slurm.helper_submits.set(true);

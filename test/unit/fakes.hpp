@@ -19,6 +19,7 @@
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/process.hpp"
 #include "nodes/probe.hpp"
+#include "resume/step_reports.hpp"
 #include "slurm_api.hpp"
 
 namespace ar::test {
@@ -225,6 +226,7 @@ struct Fakes {
   FakeProber prober;
   FakeRunner runner;
   DaemonConfig config;
+  StepReports reports;  // what the server hears of the steps, for the engine
 };
 
 }  // namespace ar::test

@@ -43,7 +43,7 @@ struct ServiceRig : ar::test::Fakes {
     store = std::make_unique<ar::Store>(dir.path, clock);
     keeper = std::make_unique<ar::NodeKeeper>(*store, config, slurm, clock, prober, runner);
     service = std::make_unique<ar::Service>(
-        *store, slurm, clock, [this] { ++wakes; }, keeper.get(), &config);
+        *store, slurm, clock, [this] { ++wakes; }, reports, keeper.get(), &config);
     // The keeper has looked once: heartbeats for known nodes are taken.
     ar::NodeKeeper::NodeMap nodes;
     for (const auto& n : slurm.load_nodes()) nodes[n.name] = &n;
@@ -140,7 +140,7 @@ TEST_CASE("a heartbeat is taken only from its node's address, and only once the 
   // A keeper that has not looked at the nodes yet.
   ar::NodeKeeper fresh(*rig.store, rig.config, rig.slurm, rig.clock, rig.prober, rig.runner);
   ar::Service service(
-      *rig.store, rig.slurm, rig.clock, [] {}, &fresh, &rig.config);
+      *rig.store, rig.slurm, rig.clock, [] {}, rig.reports, &fresh, &rig.config);
   const auto request = ar::proto::parse_request(ar::proto::make_request(8, "heartbeat", node2));
   reply = json::parse(service.handle(request, kRoot, "127.0.0.12"));
   CHECK(outcome(reply) == "unavailable");
@@ -199,12 +199,12 @@ TEST_CASE("verdict answers by the step's state", "[service]") {
 TEST_CASE("each verdict request says when the step's srun last asked", "[service]") {
   ServiceRig rig;
   rig.put_step(ar::StepState::registered);
-  CHECK_FALSE(rig.service->verdict_asks().last("r#0"));
+  CHECK_FALSE(rig.reports.asks.last("r#0"));
   rig.ask("verdict", fields_of("verdict"), kOwner);
-  CHECK(rig.service->verdict_asks().last("r#0") == rig.clock.now());
+  CHECK(rig.reports.asks.last("r#0") == rig.clock.now());
   rig.clock.advance(1s);
   rig.ask("verdict", fields_of("verdict"), kOwner);
-  CHECK(rig.service->verdict_asks().last("r#0") == rig.clock.now());
+  CHECK(rig.reports.asks.last("r#0") == rig.clock.now());
 }
 
 TEST_CASE("cancel decides an undecided step and keeps a decided one's verdict", "[service]") {
@@ -411,7 +411,7 @@ TEST_CASE("a step past its deadline is answered give_up by the server when nothi
     rig.put_step(state);
     if (state == ar::StepState::repairing) {
       auto step = rig.store->find("r", 0).value();
-      step.repair["started_at"] = rig.clock.unix_now();
+      step.repair.started = rig.clock.stamp();
       REQUIRE(rig.store->save(step, std::nullopt));
     }
     rig.clock.advance(30s);
@@ -492,7 +492,7 @@ TEST_CASE("srun hears give_up at the step's deadline while the store cannot writ
     rig.put_step(state);
     if (state == ar::StepState::repairing) {
       auto step = rig.store->find("r", 0).value();
-      step.repair["started_at"] = rig.clock.unix_now();
+      step.repair.started = rig.clock.stamp();
       REQUIRE(rig.store->save(step, std::nullopt));
     }
     ar::test::FullStore full(rig.dir.path);

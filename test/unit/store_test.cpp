@@ -89,7 +89,7 @@ TEST_CASE("a step's resume state is saved with its event and survives reopening"
     s.state = ar::StepState::repairing;
     s.phase = ar::RepairPhase::node_out;
     s.ended_at = 42;
-    s.repair["failed"] = {{{"node", "node3"}, {"instance", 17}}};
+    s.repair.failed = {{"node3", "", 17}};
     store.save(s, ar::EventSpec{ar::EventKind::node_out, "node3 set FAIL"});
     auto other = store.find("6.0-b", 0).value();
     other.state = ar::StepState::decided;
@@ -109,7 +109,7 @@ TEST_CASE("a step's resume state is saved with its event and survives reopening"
   CHECK(active[0].step.run_id == "5.0-a");
   CHECK(active[0].phase == ar::RepairPhase::node_out);
   CHECK(active[0].ended_at == 42);
-  CHECK(active[0].repair["failed"][0]["node"] == "node3");
+  CHECK(active[0].repair.failed.at(0).node == "node3");
   CHECK(store.find("6.0-b", 0)->verdict == ar::Verdict::no_fault);
   CHECK(store.job_steps(6).size() == 1);
   const auto events = store.events(std::nullopt, 0);
@@ -138,7 +138,7 @@ TEST_CASE("a database of the first schema gains the resume columns", "[store]") 
   const auto old = store.find("1.0-a", 0);
   REQUIRE(old);
   CHECK(old->verdict == ar::Verdict::none);
-  CHECK(old->repair == ar::proto::json::object());
+  CHECK(old->repair == ar::RepairFacts{});
   CHECK(old->step.min_nodes == 0);  // schema 7's column, for an old row
 }
 
@@ -168,13 +168,13 @@ TEST_CASE("narrow writes never overwrite a repair or a verdict", "[store]") {
   s = store.find("8.0-a", 0).value();
   s.state = ar::StepState::repairing;
   s.phase = ar::RepairPhase::replaced;
-  s.repair["helpers"] = {{"node4", 99}};
+  s.repair.helpers = {{"node4", 99}};
   CHECK(store.save(s, std::nullopt));
   CHECK(store.cancel(s, "srun got SIGINT"));
   const auto cancelled = store.find("8.0-a", 0).value();
   CHECK(cancelled.verdict == ar::Verdict::cancelled);
   CHECK(cancelled.message == "srun got SIGINT");
-  CHECK(cancelled.repair["helpers"]["node4"] == 99);  // kept, to cancel the helper
+  CHECK(cancelled.repair.helpers.at("node4") == 99);  // kept, to cancel the helper
   CHECK_FALSE(store.cancel(s, "twice"));
   CHECK(store.events(std::nullopt, 0).back().detail == "srun got SIGINT");
 }

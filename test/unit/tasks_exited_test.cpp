@@ -45,8 +45,7 @@ struct ReportRig : ar::test::EngineRig {
 
   ReportRig() {
     service = std::make_unique<ar::Service>(
-        *store, slurm, clock, [this] { ++wakes; }, keeper.get(), &config);
-    engine->share_exit_reports(&service->exit_reports());
+        *store, slurm, clock, [this] { ++wakes; }, reports, keeper.get(), &config);
     protect();
   }
   json ask(const std::string& op, json fields, uid_t caller) {
@@ -133,7 +132,7 @@ TEST_CASE("only root and SlurmUser may report tasks' exit: a user cannot forge a
   }
   // Even a malformed report of a user's is refused for who sent it.
   CHECK(outcome(rig.ask("tasks_exited", json::object(), kOwner)) == "forbidden");
-  CHECK(rig.service->exit_reports().steps() == 0);
+  CHECK(rig.reports.exits.steps() == 0);
   CHECK(rig.ended()["verdict"] == "wait");
   CHECK(rig.step().state == StepState::ended);
   for (const auto caller : {kRoot, kSlurmUser}) {
@@ -176,7 +175,7 @@ TEST_CASE(
     CHECK(reply["result"]["counted"] == false);
     CHECK(reply["result"]["message"] == message);
   }
-  CHECK(rig.service->exit_reports().steps() == 0);
+  CHECK(rig.reports.exits.steps() == 0);
   // Without run_id and attempt the step is found by its ids.
   auto bare = report("node1");
   bare.erase("run_id");
@@ -189,7 +188,7 @@ TEST_CASE(
   REQUIRE(rig.store->save(step, ar::EventSpec{EventKind::give_up, "given up"}));
   CHECK(rig.tell("node2")["result"]["counted"] == false);
   CHECK(rig.ended()["verdict"] == "give_up");
-  CHECK(rig.service->exit_reports().steps() == 0);
+  CHECK(rig.reports.exits.steps() == 0);
 }
 
 TEST_CASE("an ended step every node of which reported its tasks exited 0 gets no_fault at once",
@@ -211,7 +210,7 @@ TEST_CASE("an ended step every node of which reported its tasks exited 0 gets no
   CHECK(rig.step().verdict == Verdict::no_fault);
   CHECK(rig.detail("no_fault") == message);
   CHECK(rig.wakes == 0);  // nothing left for the engine to look at
-  CHECK(rig.service->exit_reports().steps() == 0);
+  CHECK(rig.reports.exits.steps() == 0);
 }
 
 TEST_CASE("the last clean report after srun's end decides no_fault at once",
@@ -246,7 +245,7 @@ TEST_CASE("a step with a node that did not report, or reported a failed task, wa
     CHECK(rig.step().verdict == Verdict::no_fault);
     CHECK(rig.step().message ==
           "no node of the step failed; srun keeps the step's own exit status");
-    CHECK(rig.service->exit_reports().steps() == 0);  // forgotten once decided
+    CHECK(rig.reports.exits.steps() == 0);  // forgotten once decided
   }
 }
 
