@@ -14,6 +14,7 @@
 #include <future>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -39,6 +40,7 @@ class Calls {
   // Runs `call` under `key`, where no call is (a call's exception is its
   // outcome).
   void run(const std::string& key, std::function<T()> call) {
+    if (calls_.contains(key)) throw std::logic_error("a call under way already: " + key);
     std::promise<T> outcome;
     Call entry{outcome.get_future(), {}};
     if (!async_) {
