@@ -26,8 +26,10 @@ assert_contains metrics.0.headers "text/plain; version=0.0.4" "the metrics' cont
 assert_eq "$(metric metrics.0 'auto_resume_verdicts_total{verdict="relaunch"}')" 0 "relaunches before any fault"
 
 make_training_step
-# The user's own MASTER_PORT is kept across relaunches.
-make_training_job 60 'export MASTER_PORT=31234'
+# The user's own MASTER_PORT is kept across relaunches. 160 steps (40 s):
+# room for the second kill while attempt 1 runs, on a loaded machine too
+# (with 60, attempt 1 once finished before the test killed its node).
+make_training_job 160 'export MASTER_PORT=31234'
 
 # Two tasks per node (8 in all): a replacement node must hold the job's 2
 # CPUs per node.
@@ -47,7 +49,7 @@ wait_until 30 "attempt 1 to make progress" past $((first_resume_at + 5))
 killed=$SECONDS
 wait_until 60 "attempt 2 on 4 nodes" started 2 8
 note "node2 killed: attempt 2 running $((SECONDS - killed)) s later"
-wait_until 60 "the job to end" job_ended
+wait_until 120 "the job to end" job_ended
 
 cat job.out step.out
 assert_eq "$(job_field JobState)" COMPLETED "job state"
@@ -59,7 +61,7 @@ assert_contains job.out "relaunching step $job\.1 of run $job\.0-[0-9a-f]{8} as 
 for attempt in 0 1 2; do
   assert_eq "$(grep -c "attempt=$attempt " step.out)" 8 "tasks of attempt $attempt in step.out"
 done
-assert_contains step.out "^[0-9]: done at step 60$" "step.out"
+assert_contains step.out "^[0-9]: done at step 160$" "step.out"
 # Each relaunch started from the checkpoint, not from zero.
 resumed1=$(grep -o "^0: attempt=1 .* start=[0-9]*" step.out | grep -o '[0-9]*$')
 resumed2=$(grep -o "^0: attempt=2 .* start=[0-9]*" step.out | grep -o '[0-9]*$')
