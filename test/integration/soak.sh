@@ -25,8 +25,8 @@ make_training_job 4000
 job=$(sbatch --parsable -N4 -w node[1-4] -o job.out job.sh)
 wait_until 60 "attempt 0 on 4 nodes" started 0
 batch=$(job_field BatchHost)
-# all_in_service: no node of the cluster down, failed or drained.
-all_in_service() { [[ -z $(sinfo -h -N -t down,fail,drain,drained,draining -o '%N') ]]; }
+# in_service NODE: NODE neither down, failed nor drained (replaced).
+in_service() { [[ $(node_state "$1") =~ ^(idle|mixed|allocated)$ ]]; }
 for ((i = 1; i <= kills; i++)); do
   wait_until 30 "attempt $((i - 1)) to make progress" past $(($(checkpoint) + 2))
   # A node of the job, not its batch host.
@@ -35,7 +35,8 @@ for ((i = 1; i <= kills; i++)); do
   killed=$SECONDS
   wait_until 90 "attempt $i on 4 nodes after $victim was killed" started "$i"
   note "kill $i: $victim; attempt $i running $((SECONDS - killed)) s later"
-  wait_until 90 "every node back in service after kill $i" all_in_service
+  # The repair is done once the killed node is back (its replacement).
+  ((i == kills)) || wait_until 90 "$victim back in service after kill $i" in_service "$victim"
 done
 
 "$AR_CLI" events >events.txt
