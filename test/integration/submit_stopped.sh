@@ -16,16 +16,16 @@ cluster_up --nodes 6 --slurmd-timeout 60 --message-timeout 3
 cd "$WORK" || exit
 # The controller runs the auto-resume-submit next to it: here one that
 # stops itself at its first run, then runs the real one.
-mkdir -m 755 bin
-cp "${AR_DAEMON:?}" bin/
+mkdir -m 755 stopper
+cp "${AR_DAEMON:?}" stopper/
 real_submit=$(dirname "$AR_DAEMON")/auto-resume-submit
-cat >bin/auto-resume-submit <<SCRIPT
+cat >stopper/auto-resume-submit <<SCRIPT
 #!/bin/bash
 if mkdir "$WORK/submit-stopped" 2>/dev/null; then kill -STOP \$\$; fi
 exec "$real_submit" "\$@"
 SCRIPT
-chmod 755 bin/auto-resume-submit
-AR_DAEMON=$WORK/bin/$(basename "$AR_DAEMON")
+chmod 755 stopper/auto-resume-submit
+AR_DAEMON=$WORK/stopper/$(basename "$AR_DAEMON")
 CONTROLLER_CONF=$'backoff=0\nend_window=1' controller_up
 
 for name in a b; do
@@ -43,7 +43,7 @@ wait_until 60 "job B's step" attempt_started b 0
 # stopped_submit: the PID of the stopped auto-resume-submit, if one is.
 stopped_submit() {
   local pid
-  for pid in $(pgrep -f "^/bin/bash $WORK/bin/auto-resume-submit" || true); do
+  for pid in $(pgrep -f "^/bin/bash $WORK/stopper/auto-resume-submit" || true); do
     [[ $(ps -o stat= -p "$pid" 2>/dev/null) == T* ]] && echo "$pid"
   done
   return 0
