@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "allocation.hpp"
@@ -88,19 +91,21 @@ std::string new_run_id(std::uint32_t job_id, std::uint32_t step_id) {
 }
 
 // One try to register the step: nothing on success (a `duplicate` reply
-// too: an earlier try got through), or why it is unprotected. `no_reply`:
-// the controller may have registered it all the same.
+// too: an earlier try got through), or why it is unprotected. `again`: no
+// reply came (the controller may have registered it all the same), or the
+// controller could not ask slurmctld (`unavailable`): a later try may work.
 std::optional<std::string> try_register(const PluginConfig& config,
-                                        const proto::RegisterRequest& step, bool& no_reply) {
-  no_reply = false;
+                                        const proto::RegisterRequest& step, bool& again) {
+  again = false;
   const auto where = "the controller at " + config.controller.str();
   try {
     Client(client_options(config)).send(step);  // only that the reply is well-formed matters
     return std::nullopt;
   } catch (const Refused& e) {
+    again = e.code() == proto::code::kUnavailable;
     return where + " refused it (" + e.what() + ")";
   } catch (const ClientError& e) {
-    no_reply = true;
+    again = true;
     return where + " cannot be reached (" + e.what() + ")";
   } catch (const proto::ProtocolError& e) {
     return where + " sent a malformed reply (" + e.what() + ")";
@@ -109,17 +114,38 @@ std::optional<std::string> try_register(const PluginConfig& config,
   }
 }
 
-// Registers the step, trying once more when no reply came (a timeout, a
-// lost connection): the controller answers a repeat `duplicate`, and a
-// fresh credential each try. Nothing on success, or why it is unprotected.
+// Registers the step: nothing on success, or why it is unprotected. A new
+// run is tried once more when no reply came or the controller could not
+// ask slurmctld (a repeat is answered `duplicate`; a fresh credential each
+// try). A relaunch, which the
+// controller itself asked for, keeps trying for up to unreachable_timeout
+// (the controller restarting, or slurmctld away for a moment: it answers
+// `unavailable` until it can check the job), 1 s apart and then up to 8 s.
 std::optional<std::string> register_step(const PluginConfig& config,
                                          const proto::RegisterRequest& step) {
-  bool no_reply = false;
-  auto why = try_register(config, step, no_reply);
-  if (why && no_reply) {
-    slurm_verbose("%s: registering step %u.%u again: %s", kTag, step.job_id, step.step_id,
-                  why->c_str());
-    why = try_register(config, step, no_reply);
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + config.unreachable_timeout;
+  bool again = false;
+  auto why = try_register(config, step, again);
+  std::chrono::milliseconds pause{1000};
+  for (int tries = 1; why && again; ++tries) {
+    if (step.attempt == 0 ? tries >= 2 : Clock::now() + pause >= deadline) break;
+    if (step.attempt > 0 && tries == 1)
+      slurm_spank_log(
+          "%s: cannot register the relaunch of step %u.%u yet: %s; trying again for "
+          "up to %lld s (unreachable_timeout)",
+          kTag, step.job_id, step.step_id, why->c_str(),
+          static_cast<long long>(
+              std::chrono::duration_cast<std::chrono::seconds>(config.unreachable_timeout)
+                  .count()));
+    else
+      slurm_verbose("%s: registering step %u.%u again: %s", kTag, step.job_id, step.step_id,
+                    why->c_str());
+    if (step.attempt > 0) {
+      std::this_thread::sleep_for(pause);
+      pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(8));
+    }
+    why = try_register(config, step, again);
   }
   return why;
 }

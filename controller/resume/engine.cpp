@@ -443,25 +443,18 @@ void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job,
     if (!contains(nodes, host)) keep.push_back(host);
   if (keep.empty()) return;  // no node of the step left in the job: Slurm ends it
   std::vector<std::string> what;
+  for (const auto& f : failed) what.push_back(fmt::format("{}: {}", f.node, f.why));
   std::vector<std::string> notes;
-  for (const auto& f : failed) {
-    what.push_back(fmt::format("{}: {}", f.node, f.why));
-    if (f.why.starts_with(kCheckFailed)) continue;  // marked by its check already
-    try {
-      slurm_.set_node_fail(f.node, fmt::format("auto-resume: {} (job {})", f.why, job.job_id));
-    } catch (const slurm::SlurmError& e) {
-      notes.push_back(e.what());
-    }
-  }
+  mark_failed(failed, job, notes);
   slurm_.shrink_job(job.job_id, slurm::compress_hostlist(keep));
+  const auto downed = down_released(failed, job, notes);
   keeper_.gate().settled(Gate::Counted::mark, nodes);  // the step runs on: a repair done
   save(step, EventKind::node_out,
        fmt::format("{} of job {}, which the protected step does not run on, failed ({}): out of "
-                   "the job (now on "
-                   "{}) before Slurm sees it DOWN; step {}.{} runs on{}",
+                   "the job (now on {}) before Slurm sees it DOWN{}; step {}.{} runs on{}",
                    join(nodes, ", "), job.job_id, join(what, ", "), slurm::compress_hostlist(keep),
-                   step.step.job_id, step.step.step_id,
-                   notes.empty() ? "" : " (" + join(notes, ", ") + ")"));
+                   downed.empty() ? "" : "; set DOWN once out of it", step.step.job_id,
+                   step.step.step_id, notes.empty() ? "" : " (" + join(notes, ", ") + ")"));
 }
 
 bool Engine::overdue(StoredStep& step) {

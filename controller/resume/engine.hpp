@@ -191,6 +191,22 @@ class Engine {
   // long, Slurm refused it, or it failed): another is chosen.
   void pass_over(StoredStep& step, const std::string& node);
   bool take_out(StoredStep& step, const slurm::JobInfo& job);
+  // Sets FAIL the `failed` nodes the job holds that no check marked
+  // already, so that Slurm gives them to no other job and the node keeper
+  // replaces them once the job lets go; what slurmctld refused goes to
+  // `notes`, in words.
+  void mark_failed(const std::vector<FailedNode>& failed, const slurm::JobInfo& job,
+                   std::vector<std::string>& notes);
+  // After the shrink that took them out of `job`: the nodes mark_failed
+  // marked that no job holds any more are set DOWN (returned). The shrink
+  // sends each an abort of the job; a dead node's is sent again every 60 s
+  // until a slurmd takes it (Slurm 22.05 drops it only when a send fails
+  // while the node is DOWN), and the node's next instance, merged back
+  // into the job meanwhile, would have the relaunched step's tasks killed
+  // by it (docs/resume.md).
+  std::vector<std::string> down_released(const std::vector<FailedNode>& failed,
+                                         const slurm::JobInfo& job,
+                                         std::vector<std::string>& notes);
   // Steps back to the phase that a slurmctld restarted from an older state
   // lost (a failed node in the job again, a merged replacement out of it).
   void redo_lost_updates(StoredStep& step, const slurm::JobInfo& job);

@@ -33,13 +33,14 @@ std::string give_up_reason(const StoredStep& step, const slurm::JobInfo& job,
 std::vector<std::string> Engine::marks_of(const StoredStep& step, const slurm::JobInfo& job,
                                           const std::vector<FailedNode>& failed) {
   // What check_policy and take_out mark: a requeue sets the failed nodes of
-  // the job DOWN; a repair sets FAIL those that no check marked already.
-  const bool requeue = plan_for(step, job, failed_nodes(failed)).how == Refill::requeue;
+  // the job DOWN; a repair, or a give_up where Slurm cannot requeue, sets
+  // FAIL those that no check marked already.
+  const bool requeue =
+      plan_for(step, job, failed_nodes(failed)).how == Refill::requeue && job.batch && job.requeue;
   std::vector<std::string> out;
   for (const auto& f : failed) {
     if (!contains(job.hosts, f.node)) continue;
-    if (requeue ? job.batch && job.requeue : !f.why.starts_with(kCheckFailed))
-      out.push_back(f.node);
+    if (requeue || !f.why.starts_with(kCheckFailed)) out.push_back(f.node);
   }
   return out;
 }

@@ -17,6 +17,20 @@ namespace ar {
 
 using namespace resume_detail;  // NOLINT: the engine's own helpers
 
+namespace {
+
+// What slurmctld refused while marking, for a message: "" or " (...)".
+std::string notes_text(const std::vector<std::string>& notes) {
+  return notes.empty() ? "" : " (" + join(notes, ", ") + ")";
+}
+
+// The nodes set DOWN once out of the job, for a message.
+std::string downed_text(const std::vector<std::string>& downed) {
+  return downed.empty() ? "" : ", then DOWN: " + join(downed, ", ");
+}
+
+}  // namespace
+
 void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes) {
   if (step.phase != RepairPhase::detected) redo_lost_updates(step, job);
   // Paused or tripped since the fault was detected: nothing is done yet.
@@ -182,8 +196,10 @@ bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
     // A batch host cannot leave its job; the step still ends, so that srun
     // does not wait for a dead node.
     if (batch_host_failed) {
+      std::vector<std::string> notes;
+      mark_failed(step.repair.failed, job, notes);
       slurm_.kill_step(job.job_id, step.step.step_id);
-      decide(step, Verdict::give_up, give_up);
+      decide(step, Verdict::give_up, give_up + notes_text(notes));
     } else if (take_out(step, job)) {
       decide(step, Verdict::give_up, give_up + "; the failed node left the job");
     }
@@ -205,10 +221,16 @@ bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
 void Engine::requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
                                 const std::vector<std::string>& failed, const std::string& why) {
   if (!job.batch || !job.requeue) {
+    // The job keeps the dead node (Slurm cannot shrink it here), but no
+    // other job may be given it.
+    std::vector<std::string> notes;
+    mark_failed(step.repair.failed, job, notes);
     slurm_.kill_step(job.job_id, step.step.step_id);
     decide(step, Verdict::give_up,
-           why + (job.batch ? "; the job was submitted with --no-requeue"
-                            : "; a salloc job cannot be requeued"));
+           why +
+               (job.batch ? "; the job was submitted with --no-requeue"
+                          : "; a salloc job cannot be requeued") +
+               notes_text(notes));
     return;
   }
   slurm_.requeue(job.job_id);
@@ -250,27 +272,69 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
     return false;
   }
   std::vector<std::string> notes;
-  for (const auto& f : step.repair.failed) {
-    // A node a health check, a heartbeat or an admin marked keeps that
-    // reason: the node keeper replaces it by that mark. One the job no
-    // longer holds is not the engine's to mark (Slurm dropped it, and
-    // shows it DOWN or FAIL already).
-    if (f.why.starts_with(kCheckFailed) || !contains(job.hosts, f.node)) continue;
-    try {
-      slurm_.set_node_fail(f.node, fmt::format("auto-resume: {} (job {})", f.why, job.job_id));
-    } catch (const slurm::SlurmError& e) {
-      notes.push_back(e.what());  // the node may be gone from slurm.conf: the shrink matters
-    }
-  }
-  if (keep.size() != job.hosts.size())
+  const auto& out = step.repair.failed;
+  mark_failed(out, job, notes);
+  std::vector<std::string> downed;
+  if (keep.size() != job.hosts.size()) {
     slurm_.shrink_job(job.job_id, slurm::compress_hostlist(keep));
+    downed = down_released(out, job, notes);
+  }
   slurm_.kill_step(job.job_id, step.step.step_id);
   move_to(step, StepState::repairing, RepairPhase::node_out);
   save(step, EventKind::node_out,
-       fmt::format("{} set FAIL and out of job {} (now on {}); step {}.{} cancelled{}",
-                   join(failed, ", "), job.job_id, slurm::compress_hostlist(keep), job.job_id,
-                   step.step.step_id, notes.empty() ? "" : " (" + join(notes, ", ") + ")"));
+       fmt::format("{} set FAIL and out of job {} (now on {}){}; step {}.{} cancelled{}",
+                   join(failed, ", "), job.job_id, slurm::compress_hostlist(keep),
+                   downed_text(downed), job.job_id, step.step.step_id, notes_text(notes)));
   return true;
+}
+
+namespace {
+
+// The reason the engine marks a failed node with.
+std::string mark_reason(const FailedNode& f, const slurm::JobInfo& job) {
+  return fmt::format("auto-resume: {} (job {})", f.why, job.job_id);
+}
+
+// Whether the engine marks `f`: a node a health check, a heartbeat or an
+// admin marked keeps that reason (the node keeper replaces it by that
+// mark; its slurmd answers, so the job's abort reaches it at once). One the
+// job no longer holds is not the engine's to mark (Slurm dropped it, and
+// shows it DOWN or FAIL already).
+bool engine_marks(const FailedNode& f, const slurm::JobInfo& job) {
+  return !f.why.starts_with(kCheckFailed) && contains(job.hosts, f.node);
+}
+
+}  // namespace
+
+void Engine::mark_failed(const std::vector<FailedNode>& failed, const slurm::JobInfo& job,
+                         std::vector<std::string>& notes) {
+  for (const auto& f : failed) {
+    if (!engine_marks(f, job)) continue;
+    try {
+      slurm_.set_node_fail(f.node, mark_reason(f, job));
+    } catch (const slurm::SlurmError& e) {
+      notes.push_back(e.what());  // the node may be gone from slurm.conf: the step matters
+    }
+  }
+}
+
+std::vector<std::string> Engine::down_released(const std::vector<FailedNode>& failed,
+                                               const slurm::JobInfo& job,
+                                               std::vector<std::string>& notes) {
+  std::vector<std::string> downed;
+  for (const auto& f : failed) {
+    if (!engine_marks(f, job)) continue;
+    try {
+      // Another job on it would end with it: that node stays FAIL.
+      const auto node = slurm_.load_node(f.node);
+      if (!node || node->allocated) continue;
+      slurm_.set_node_down(f.node, mark_reason(f, job));
+      downed.push_back(f.node);
+    } catch (const slurm::SlurmError& e) {
+      notes.push_back(e.what());
+    }
+  }
+  return downed;
 }
 
 std::multimap<std::string, std::int64_t> Engine::failed_instances(std::uint32_t job_id) {

@@ -437,7 +437,8 @@ live_pids() {
 
 # make_training_step: $WORK/step.sh CKPT STEPS, a stand-in for training run
 # by srun: rank 0 checkpoints the step reached into CKPT every 0.25 s; every
-# rank starts from the checkpoint and prints one line saying so.
+# rank starts from the checkpoint and prints one line saying so. Past STEPS,
+# every rank waits while CKPT.hold exists (a test holds the step running).
 make_training_step() {
   cat >"$WORK/step.sh" <<'SCRIPT'
 #!/bin/bash
@@ -449,6 +450,7 @@ for ((i = start + 1; i <= steps; i++)); do
   sleep 0.25
   if ((SLURM_PROCID == 0)); then echo "$i" >"$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; fi
 done
+while [[ -e $ckpt.hold ]]; do sleep 0.25; done
 if ((SLURM_PROCID == 0)); then echo "done at step $steps"; fi
 SCRIPT
   chmod +x "$WORK/step.sh"

@@ -45,7 +45,10 @@ chmod +x "$WORK/lifecycle.sh"
 printf 'count=2\nmax_count=4\npartitions=pb\nlifecycle_script=%s\n' "$WORK/lifecycle.sh" \
   >"$WORK/groups/b.conf"
 echo 2 >"$CLUSTER/provider/capacity-a"
-provisioning_up "capacity_backoff=10"
+# capacity_backoff=20: the slot whose create found no capacity stays hidden
+# that long before it tries again (at 10 s, a loaded CI machine's sinfo
+# calls missed the few seconds it was hidden).
+provisioning_up "capacity_backoff=20"
 
 cd "$WORK" || exit
 idle() { [[ $(sinfo -h -n "$1" -N -o '%T' 2>/dev/null | head -n 1) == idle ]]; }

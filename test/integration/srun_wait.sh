@@ -4,7 +4,8 @@
 # verdict_timeout, one that accepts connections and never answers (stopped
 # with SIGSTOP) at unreachable_timeout; either way srun says why and keeps the
 # step's own exit status. And a registration whose reply was lost is tried
-# again: the controller answers `duplicate`, and the step is protected.
+# again: the controller answers `duplicate`, and the step is protected; a
+# relaunch keeps trying while the controller does not answer for a while.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -66,5 +67,26 @@ assert_contains proxy.log "dropped the reply to register" "the proxy"
 assert_contains proxy.log 'forwarded the reply to register: .*"duplicate": ?true' "the proxy"
 assert_not_contains retry.err "protection is OFF" "srun whose registration reply was lost"
 assert_eq "$(cat retry.out)" 1 "AUTO_RESUME of a step registered on the second try"
+
+# 4. A relaunch (the marker its srun inherits from the one the controller
+# told to relaunch) while the controller does not answer for 5 s (SIGSTOP):
+# it keeps trying to register, says so once, and runs protected (a new run
+# would have given up after its second try: docs/operations.md).
+set_plugstack "controller=$AUTO_RESUME_CONTROLLER connect_timeout=1 verdict_timeout=3 unreachable_timeout=30"
+kill -STOP "$CONTROLLER_PID"
+stopped=$SECONDS
+# shellcheck disable=SC2016 # expanded inside the allocation
+salloc -N1 bash -c 'AUTO_RESUME_RELAUNCH="$SLURM_JOB_ID.0-0000abcd 1 0" srun --auto-resume=1 printenv AUTO_RESUME_ATTEMPT' \
+  >relaunch.out 2>relaunch.err &
+pid=$!
+wait_until 30 "the relaunch's first try to time out" grep -q "cannot register the relaunch" relaunch.err
+# The outage: 5 s of a controller that accepts connections and never answers.
+((SECONDS - stopped >= 5)) || sleep $((5 - (SECONDS - stopped)))
+kill -CONT "$CONTROLLER_PID"
+wait_until 90 "the relaunched srun to end" gone "$pid"
+cat relaunch.err
+assert_contains relaunch.err "cannot register the relaunch of step [0-9]+\.0 yet: the controller at [^ ]+ cannot be reached \(timed out after 1000 ms\); trying again for up to 30 s \(unreachable_timeout\)" "the relaunch's srun"
+assert_not_contains relaunch.err "protection is OFF" "the relaunch's srun"
+assert_eq "$(cat relaunch.out)" 1 "AUTO_RESUME_ATTEMPT of the relaunch, registered after the outage"
 controller_down
 note "ok"

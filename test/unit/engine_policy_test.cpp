@@ -64,7 +64,8 @@ TEST_CASE("the batch host failing requeues the job and sets its node DOWN", "[en
 }
 
 TEST_CASE(
-    "a GRES job with no spare left is requeued and with --no-requeue or under salloc it gives up",
+    "a GRES job with no spare left is requeued and with --no-requeue or under salloc it gives up, "
+    "its failed node set FAIL for no other job to take",
     "[engine]") {
   Rig rig;
   rig.protect();
@@ -87,7 +88,9 @@ TEST_CASE(
     CHECK(rig.step().verdict == Verdict::give_up);
     CHECK(rig.step().message.ends_with("; the job was submitted with --no-requeue"));
     CHECK(rig.slurm.updated("kill_step 10.0"));
+    CHECK(rig.slurm.updated("fail node3 auto-resume: "));
     CHECK_FALSE(rig.slurm.updated("requeue"));
+    CHECK_FALSE(rig.slurm.updated("shrink"));
   }
   SECTION("salloc") {
     job.batch = false;
@@ -95,6 +98,7 @@ TEST_CASE(
     rig.engine->tick();
     CHECK(rig.step().verdict == Verdict::give_up);
     CHECK(rig.step().message.ends_with("; a salloc job cannot be requeued"));
+    CHECK(rig.slurm.updated("fail node3 auto-resume: "));
   }
 }
 

@@ -48,7 +48,8 @@ TEST_CASE("a GRES job with a spare goes on in place: the failed node out, the st
   CHECK(rig.slurm.updated("fail node3"));
   CHECK_FALSE(rig.slurm.updated("requeue"));
   CHECK_FALSE(rig.slurm.updated("helper"));
-  CHECK_FALSE(rig.slurm.updated("down"));
+  // DOWN once out of the job (Slurm then drops the job's abort for it), not for a requeue.
+  CHECK(rig.slurm.updated("down node3 auto-resume: it is DOWN (job 10)"));
   CHECK(plan(rig) == ar::RelaunchPlan{"node[1-2,4-5]", 4, 4});
   CHECK(rig.detail("expanded") ==
         "job 10 goes on without a new node: the step runs again on 4 of its 4 healthy nodes "
@@ -115,8 +116,9 @@ TEST_CASE("a spare of the job that fails while the step runs leaves the job, the
   CHECK_FALSE(rig.slurm.updated("kill_step"));
   CHECK(rig.detail("node_out") ==
         "node5 of job 10, which the protected step does not run on, failed (node5: its slurmd is "
-        "not responding): out of the job (now on node[1-4]) before Slurm sees it DOWN; step 10.0 "
-        "runs on");
+        "not responding): out of the job (now on node[1-4]) before Slurm sees it DOWN; set DOWN "
+        "once out of it; step 10.0 runs on");
+  CHECK(rig.slurm.updated("down node5 auto-resume: its slurmd is not responding (job 10)"));
   // Gone from the job, it is no longer looked at.
   rig.slurm.updates.clear();
   rig.engine->tick();

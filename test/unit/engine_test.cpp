@@ -29,6 +29,34 @@ TEST_CASE("a DOWN node of a protected step is taken out and the step relaunched"
                                                 "expanded", "relaunch"});
 }
 
+TEST_CASE(
+    "a failed node out of the job is set DOWN unless another job holds it (Slurm drops the job's "
+    "abort it would otherwise send the node's next instance)",
+    "[engine]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  SECTION("no other job on it") {
+    rig.engine->tick();
+    CHECK(rig.slurm.updated("down node3 auto-resume: it is DOWN (job 10)"));
+    CHECK(rig.step().verdict == Verdict::relaunch);
+    CHECK(rig.detail("node_out") ==
+          "node3 set FAIL and out of job 10 (now on node[1-2,4]), then DOWN: node3; step 10.0 "
+          "cancelled");
+  }
+  SECTION("another job on it") {
+    auto other = rig.slurm.jobs.at(10);
+    other.job_id = 11;
+    other.hosts = {"node3"};
+    other.nodes = "node3";
+    rig.slurm.jobs[11] = other;
+    rig.engine->tick();
+    CHECK(rig.slurm.updated("fail node3 auto-resume: it is DOWN (job 10)"));
+    CHECK_FALSE(rig.slurm.updated("down node3"));
+    CHECK(rig.step().verdict == Verdict::relaunch);
+  }
+}
+
 TEST_CASE("a running step with healthy nodes is left alone", "[engine]") {
   Rig rig;
   rig.protect();

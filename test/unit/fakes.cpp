@@ -162,23 +162,27 @@ uid_t FakeSlurm::slurm_user_uid() {
 const std::vector<slurm::NodeInfo>& FakeSlurm::load_nodes() {
   const auto held = check_reachable();
   listed_.clear();
-  for (auto [name, n] : nodes) {
-    n.allocated = std::any_of(jobs.begin(), jobs.end(), [&](const auto& entry) {
-      const auto& j = entry.second;
-      return j.running && std::find(j.hosts.begin(), j.hosts.end(), name) != j.hosts.end();
-    });
-    n.idle = !n.down && !n.allocated;
+  for (const auto& [name, n] : nodes) {
     if (n.cloud && n.powered_down) continue;  // hidden, as Slurm hides it
-    listed_.push_back(n);
+    listed_.push_back(as_listed(name, n));
   }
   return listed_;
+}
+
+slurm::NodeInfo FakeSlurm::as_listed(const std::string& name, slurm::NodeInfo n) const {
+  n.allocated = std::any_of(jobs.begin(), jobs.end(), [&](const auto& entry) {
+    const auto& j = entry.second;
+    return j.running && std::find(j.hosts.begin(), j.hosts.end(), name) != j.hosts.end();
+  });
+  n.idle = !n.down && !n.allocated;
+  return n;
 }
 
 std::optional<slurm::NodeInfo> FakeSlurm::load_node(const std::string& name) {
   const auto held = check_reachable();
   const auto it = nodes.find(name);
   if (it == nodes.end()) return std::nullopt;
-  return it->second;
+  return as_listed(name, it->second);
 }
 
 std::map<std::string, std::vector<std::string>> FakeSlurm::partitions() {

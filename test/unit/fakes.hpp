@@ -161,6 +161,8 @@ class FakeSlurm final : public slurm::SlurmApi {
   slurm::NodeInfo& node(const std::string& name);
   slurm::JobInfo& job(std::uint32_t id);
   std::vector<slurm::NodeInfo> listed_;
+  // A node as slurmctld lists it: allocated while a running job holds it.
+  slurm::NodeInfo as_listed(const std::string& name, slurm::NodeInfo n) const;
   std::uint32_t next_job_id_ = 5000;
 };
 
