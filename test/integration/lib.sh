@@ -67,6 +67,17 @@ _watchdog() {
 }
 _watchdog "$$" &
 _watchdog_pid=$!
+# A reaper outside the test's process tree (setsid -f: its parent exits at
+# once): a test killed outright (ctest's TIMEOUT sends SIGKILL, which no
+# trap sees) still has its controller and cluster stopped once it is gone,
+# instead of loading every test that runs after it. After a clean exit
+# there is nothing left for it to stop.
+# shellcheck disable=SC2016 # expanded by the reaper
+setsid -f bash -c 'while kill -0 "$0" 2>/dev/null; do sleep 1; done
+  pid=$(cat "$1/controller.pid" 2>/dev/null) &&  # still this test'"'"'s controller
+    grep -qaF "$1/auto-resumed.conf" "/proc/$pid/cmdline" 2>/dev/null && kill -TERM "$pid"
+  if [[ -f $2/cluster.env ]]; then "$3" down "$2" >/dev/null 2>&1; fi' \
+  "$$" "$WORK" "$CLUSTER" "$CLUSTER_CMD" </dev/null >/dev/null 2>&1
 
 # on_exit CMD: run CMD (a string for eval, expanded then) when the test ends,
 # before the cluster goes down; the last one registered runs first.
@@ -308,8 +319,9 @@ CONF
   # up (SIGHUP) if that group is orphaned.
   setsid ${CONTROLLER_NOFILE:+prlimit --nofile="$CONTROLLER_NOFILE"} "$AR_DAEMON" --config "$WORK/auto-resumed.conf" >>"$WORK/controller.log" 2>&1 &
   CONTROLLER_PID=$!
+  echo "$CONTROLLER_PID" >"$WORK/controller.pid"  # for the reaper
   # shellcheck disable=SC2016 # expanded when the test ends
-  on_exit 'kill -TERM "$CONTROLLER_PID" 2>/dev/null'
+  on_exit 'kill -TERM "$CONTROLLER_PID" 2>/dev/null; rm -f "$WORK/controller.pid"'
   export AUTO_RESUME_CONTROLLER=127.0.0.1:$CONTROLLER_PORT
   export AUTO_RESUME_MUNGE_SOCKET=$CLUSTER/munge/munge.sock
   wait_until 20 "auto-resumed to answer (log: $WORK/controller.log)" controller_answers
@@ -321,6 +333,7 @@ controller_down() {
   kill -TERM "$CONTROLLER_PID"
   local rc=0
   wait "$CONTROLLER_PID" || rc=$?
+  rm -f "$WORK/controller.pid"
   ((rc == 0)) || fail "auto-resumed exited with status $rc: $(tail -n 30 "$WORK/controller.log")"
 }
 # agents_up NODE...: a node agent per NODE, sending heartbeats every second.
