@@ -99,7 +99,7 @@ assert_eq "$(job_field Restarts)" 0 "the job's restarts"
 assert_eq "$(tasks_of 1 own.step)" 0 "relaunches of the step (its nodes are fine)"
 assert_contains own.step "done at step 100$" "the step"
 "$AR_CLI" events >events.txt
-assert_contains events.txt "job $job [^ ]+ node_out: $spare of job $job, which the protected step does not run on, failed \(.*\): out of the job .* before Slurm sees it DOWN; step $job\.0 runs on" "the controller's events"
+assert_contains events.txt "job $job [^ ]+ node_out: $spare of job $job, which the protected step does not run on, failed \(.*\): out of the job .* before Slurm sees it DOWN; set DOWN once out of it; step $job\.0 runs on" "the controller's events"
 
 # 3. --auto-resume-min-nodes=2: on fewer nodes.
 rm -f ckpt
