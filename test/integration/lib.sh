@@ -321,11 +321,22 @@ CONF
   CONTROLLER_PID=$!
   echo "$CONTROLLER_PID" >"$WORK/controller.pid"  # for the reaper
   # shellcheck disable=SC2016 # expanded when the test ends
-  on_exit 'kill -TERM "$CONTROLLER_PID" 2>/dev/null; rm -f "$WORK/controller.pid"'
+  on_exit '_controller_gone "$CONTROLLER_PID"; rm -f "$WORK/controller.pid"'
   export AUTO_RESUME_CONTROLLER=127.0.0.1:$CONTROLLER_PORT
   export AUTO_RESUME_MUNGE_SOCKET=$CLUSTER/munge/munge.sock
   wait_until 20 "auto-resumed to answer (log: $WORK/controller.log)" controller_answers
   set_plugstack "controller=$AUTO_RESUME_CONTROLLER $*"
+}
+# _controller_gone PID: SIGTERM to the controller, and its end awaited (at
+# most 30 s): it ends its provider calls as it stops, so that none starts a
+# node's slurmd after the cluster went down (a slurmd left running loads
+# every test after it).
+_controller_gone() {
+  kill -TERM "$1" 2>/dev/null || return 0
+  local deadline=$((SECONDS + 30))
+  while kill -0 "$1" 2>/dev/null && [[ $(ps -o stat= -p "$1") != Z* ]] && ((SECONDS < deadline)); do
+    sleep 0.1
+  done
 }
 # controller_down: stop auto-resumed with SIGTERM; it must exit cleanly (under
 # a sanitizer build, a leak or error report makes its exit status non-zero).
