@@ -38,9 +38,7 @@ std::string listed(const std::vector<std::string>& nodes) {
          fmt::format(" and {} more", nodes.size() - kShown);
 }
 
-std::string step_key(const StoredStep& step) {
-  return fmt::format("step {}#{}", step.step.run_id, step.step.attempt);
-}
+std::string step_key(const StoredStep& step) { return "step " + step.key(); }
 
 }  // namespace
 

@@ -25,14 +25,9 @@ inline bool contains(const std::vector<std::string>& list, const std::string& it
   return std::find(list.begin(), list.end(), item) != list.end();
 }
 
-// A step's key in log lines and maps.
-inline std::string key(const StoredStep& step) {
-  return fmt::format("{}#{}", step.step.run_id, step.step.attempt);
-}
-
 // The key of a step's expand helper's submit for `node` (Engine::submits_).
 inline std::string submit_key(const StoredStep& step, const std::string& node) {
-  return fmt::format("step {}: the helper for {}", key(step), node);
+  return fmt::format("step {}: the helper for {}", step.key(), node);
 }
 
 // Thrown when a step was decided elsewhere (cancelled by its srun) while

@@ -90,7 +90,7 @@ void Engine::tick() {
     try {
       return overdue(step);
     } catch (const std::exception& e) {
-      log::warn("step {}: past its deadline: {}", key(step), e.what());
+      log::warn("step {}: past its deadline: {}", step.key(), e.what());
       return false;
     }
   });
@@ -117,7 +117,7 @@ void Engine::tick() {
   std::set<std::string> protected_nodes;
   std::set<std::string> active;
   for (const auto& step : steps) {
-    active.insert(key(step));
+    active.insert(step.key());
     for (const auto& host : step_hosts(step)) protected_nodes.insert(host);
     for (const auto& host : step.repair.replacements) protected_nodes.insert(host);
   }
@@ -160,7 +160,7 @@ void Engine::tick() {
   for (const auto& [k, hosts] : job_hosts_) watched.insert(hosts.begin(), hosts.end());
   weigh_suspicion(watched, nodes);
   for (auto& step : steps) {
-    const auto k = key(step);
+    const auto k = step.key();
     try {
       advance(step, nodes);
       last_error_.erase(k);
@@ -190,7 +190,7 @@ void Engine::tick() {
 std::vector<std::string> Engine::step_hosts(const StoredStep& step) {
   // The step's own nodes (an `srun -N1` uses one node of the job), asked
   // once from slurmctld; the allocation's as registered until then.
-  const auto k = key(step);
+  const auto k = step.key();
   auto it = step_nodes_.find(k);
   if (it == step_nodes_.end()) {
     try {
@@ -215,7 +215,7 @@ void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
     auto& hosts = lists.emplace_back(step_hosts(step));
     // The job's other nodes (faults() looks at them while the step runs),
     // as the last look at the job saw them.
-    if (const auto it = job_hosts_.find(key(step));
+    if (const auto it = job_hosts_.find(step.key());
         step.state == StepState::registered && it != job_hosts_.end())
       for (const auto& host : it->second)
         if (!contains(hosts, host)) hosts.push_back(host);
@@ -461,7 +461,7 @@ bool Engine::overdue(StoredStep& step) {
   const auto by = decide_by(step, config_);
   if (!by || !by->past(clock_)) return false;
   const bool repairing = step.state == StepState::repairing;
-  const auto k = key(step);
+  const auto k = step.key();
   const bool unstored = give_up_unstored_.contains(k);
   try {
     decide(step, Verdict::give_up, ar::overdue(step, config_));
@@ -485,7 +485,7 @@ bool Engine::overdue(StoredStep& step) {
   try {
     if (repairing) slurm_.kill_step(step.step.job_id, step.step.step_id);
   } catch (const std::exception& e) {
-    log::warn("step {}: cannot cancel step {}.{}: {}", key(step), step.step.job_id,
+    log::warn("step {}: cannot cancel step {}.{}: {}", step.key(), step.step.job_id,
               step.step.step_id, e.what());
   }
   if (repairing) cancel_helpers(step);
@@ -504,7 +504,7 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
     if (step.state == StepState::decided) cancel_helpers(step);
     return;
   }
-  if (step.state == StepState::registered) job_hosts_[key(step)] = job->hosts;
+  if (step.state == StepState::registered) job_hosts_[step.key()] = job->hosts;
   std::vector<std::string> released;
   auto found = faults(step, *job, nodes, released);
   if (found.empty() && !released.empty()) {
@@ -575,7 +575,7 @@ void Engine::check_lost(StoredStep& step, const slurm::JobInfo& job) {
   // keeps it: a slurmctld SIGKILLed and back from its last saved state
   // lists no step started since (Slurm does not save its state for a new
   // step), while the step runs on.
-  const auto k = key(step);
+  const auto k = step.key();
   if (slurm_.step_exists(job.job_id, step.step.step_id)) {
     missing_since_.erase(k);
     return;
@@ -596,7 +596,7 @@ void Engine::decide(StoredStep& step, Verdict verdict, const std::string& messag
   step.verdict = verdict;
   step.message = message;
   save(step, event_of(verdict), message);
-  reports_.exits.forget(key(step));
+  reports_.exits.forget(step.key());
   // A relaunch is a repair that succeeded: its marks no longer count
   // toward the circuit breaker.
   if (verdict == Verdict::relaunch && !step.repair.failed.empty())

@@ -590,11 +590,11 @@ bool Engine::nodes_registered(const StoredStep& step, const slurm::JobInfo& job)
   for (const auto& host : job.hosts) {
     const auto node = slurm_.load_node(host);
     if (!node || node->slurmd_start_time != 0) continue;
-    if (said_unregistered_.insert(key(step)).second)
+    if (said_unregistered_.insert(step.key()).second)
       log::info(
           "step {}: relaunch waits for {} (and any node after it) to register with "
           "slurmctld (restarted lately)",
-          key(step), host);
+          step.key(), host);
     return false;
   }
   return true;
@@ -610,11 +610,11 @@ bool Engine::old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int
   const bool head_died =
       !registered.empty() && contains(step.repair.failed_nodes(), registered.front());
   if (head_died || waited >= kOldStepGone.count()) {
-    if (said_old_step_.insert(key(step)).second)
+    if (said_old_step_.insert(step.key()).second)
       log::warn(
           "step {}: slurmctld still lists step {}.{} {} s after the merge; relaunching "
           "anyway",
-          key(step), job.job_id, id, waited);
+          step.key(), job.job_id, id, waited);
     return true;
   }
   // Its slurmstepds may be slow to end: cancel it again, once per grace.
@@ -624,7 +624,7 @@ bool Engine::old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int
   step.repair.old_step_cancelled = clock_.stamp();
   if (!store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
   if (!last)
-    log::info("step {}: step {}.{} still listed {} s after the merge: cancelled again", key(step),
+    log::info("step {}: step {}.{} still listed {} s after the merge: cancelled again", step.key(),
               job.job_id, id, waited);
   return !slurm_.step_exists(job.job_id, id) || no_step_daemons(step, job);
 }
@@ -641,11 +641,11 @@ bool Engine::no_step_daemons(StoredStep& step, const slurm::JobInfo& job) {
   if (!ask.empty() && slurm_.step_daemons_left(job.job_id, step.step.step_id,
                                                slurm::compress_hostlist(ask)) != false)
     return false;
-  if (said_old_step_.insert(key(step)).second)
+  if (said_old_step_.insert(step.key()).second)
     log::info(
         "step {}: slurmctld still lists step {}.{}, but none of its nodes runs it (a record "
         "slurmctld recovered after a restart): relaunching",
-        key(step), job.job_id, step.step.step_id);
+        step.key(), job.job_id, step.step.step_id);
   return true;
 }
 

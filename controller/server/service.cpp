@@ -321,11 +321,6 @@ StoredStep Service::owned_step(const std::string& run_id, std::uint32_t attempt,
 
 namespace {
 
-// The key of a step's node exit reports (ExitReports): its run and attempt.
-std::string report_key(const StoredStep& step) {
-  return fmt::format("{}#{}", step.step.run_id, step.step.attempt);
-}
-
 // The nodes the resume engine relaunches the step on, as it stored them.
 proto::VerdictReply::Relaunch relaunch_plan(const StoredStep& step) {
   const auto plan = step.repair.relaunch.value_or(RelaunchPlan{});
@@ -336,7 +331,7 @@ proto::VerdictReply::Relaunch relaunch_plan(const StoredStep& step) {
 
 proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, uid_t caller) {
   auto step = owned_step(request.run_id, request.attempt, caller);
-  reports_.asks.asked(fmt::format("{}#{}", step.step.run_id, step.step.attempt), clock_.now());
+  reports_.asks.asked(step.key(), clock_.now());
   bool marked = false;
   if (request.ended && step.state == StepState::registered) {
     const auto now = clock_.stamp();
@@ -373,13 +368,13 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
         step = store_.find(step.step.run_id, step.step.attempt).value();
     } catch (const std::exception& e) {
       if (first_store_failure(step, "give_up"))
-        log::warn("step {}#{}: cannot store its give_up (srun hears it all the same): {}",
-                  step.step.run_id, step.step.attempt, e.what());
+        log::warn("step {}: cannot store its give_up (srun hears it all the same): {}", step.key(),
+                  e.what());
     }
     wake_();
   }
   if (step.state == StepState::decided) {
-    reports_.exits.forget(report_key(step));
+    reports_.exits.forget(step.key());
     reply.verdict = step.verdict;
     reply.message = step.message;
     if (step.verdict == Verdict::relaunch) reply.relaunch = relaunch_plan(step);
@@ -397,17 +392,15 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
 
 Stamp Service::unstored_end(const StoredStep& step, const Stamp& now, const std::string& why) {
   if (first_store_failure(step, "end"))
-    log::warn("step {}#{}: cannot store that srun says it ended; its deadline runs from now: {}",
-              step.step.run_id, step.step.attempt, why);
+    log::warn("step {}: cannot store that srun says it ended; its deadline runs from now: {}",
+              step.key(), why);
   std::lock_guard lock(mutex_);
-  return unstored_ends_.try_emplace(fmt::format("{}#{}", step.step.run_id, step.step.attempt), now)
-      .first->second;
+  return unstored_ends_.try_emplace(step.key(), now).first->second;
 }
 
 bool Service::first_store_failure(const StoredStep& step, const char* what) {
   std::lock_guard lock(mutex_);
-  return store_failures_.insert(fmt::format("{}#{} {}", step.step.run_id, step.step.attempt, what))
-      .second;
+  return store_failures_.insert(fmt::format("{} {}", step.key(), what)).second;
 }
 
 proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t caller) {
@@ -432,7 +425,7 @@ proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t
     wake_();
   }
   step = store_.find(step.step.run_id, step.step.attempt).value();
-  reports_.exits.forget(report_key(step));
+  reports_.exits.forget(step.key());
   return {step.step.run_id, step.step.attempt, step.verdict, step.message};
 }
 
@@ -480,14 +473,14 @@ proto::TasksExitedReply Service::do_tasks_exited(const proto::TasksExitedRequest
                                report.node_id, what, shortened(step->step.nodelist, 256))};
   const auto tasks = fmt::format("{} of {}: {} task{}, {} with a status other than 0", report.node,
                                  what, report.tasks, report.tasks == 1 ? "" : "s", report.failed);
-  if (reports_.exits.add(report_key(*step), report.node, report.clean(), hosts) &&
+  if (reports_.exits.add(step->key(), report.node, report.clean(), hosts) &&
       step->state == StepState::ended && decide_clean_end(*step))
     return {true, tasks + "; every node reported: no_fault"};
   return {true, tasks};
 }
 
 bool Service::decide_clean_end(StoredStep& step) {
-  const auto k = report_key(step);
+  const auto k = step.key();
   const auto hosts = hosts_of(step);
   if (!reports_.exits.all_clean(k, hosts)) return false;
   const auto message = fmt::format(

@@ -81,8 +81,8 @@ void move_to(StoredStep& step, StepState state, RepairPhase phase) {
   const auto from = place_of(step);
   const StepPlace to{state, state == StepState::repairing ? phase : RepairPhase::none};
   if (!may_move(from, to))
-    throw std::logic_error(fmt::format("step {}#{}: no move from {} to {}", step.step.run_id,
-                                       step.step.attempt, to_string(from), to_string(to)));
+    throw std::logic_error(
+        fmt::format("step {}: no move from {} to {}", step.key(), to_string(from), to_string(to)));
   step.state = state;
   if (state == StepState::repairing) step.phase = phase;
 }

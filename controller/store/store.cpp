@@ -401,9 +401,8 @@ bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
     // too: a copy older than the stored row (srun said the step ended
     // meanwhile) cannot take it back.
     if (const auto from = place_of(*current), to = place_of(step); !may_reach(from, to))
-      throw std::logic_error(fmt::format("step {} attempt {}: no move from {} (stored) to {}",
-                                         step.step.run_id, step.step.attempt, to_string(from),
-                                         to_string(to)));
+      throw std::logic_error(fmt::format("step {}: no move from {} (stored) to {}", step.key(),
+                                         to_string(from), to_string(to)));
     const auto now = clock_.unix_now();
     Statement update(db_,
                      "UPDATE steps SET state = ?, verdict = ?, message = ?, phase = ?, repair = ?,"

@@ -43,6 +43,9 @@ struct StoredStep {
   std::int64_t ended_boot_ms = 0;
   std::string ended_boot_id{};
 
+  // Its run and attempt, "RUN#ATTEMPT": the step's name in log lines and
+  // the key of what is kept for it in memory (exit reports, verdict asks).
+  std::string key() const { return step.run_id + "#" + std::to_string(step.attempt); }
   Stamp created() const { return {created_at, created_boot_ms, created_boot_id}; }
   Stamp ended() const { return {ended_at, ended_boot_ms, ended_boot_id}; }
   void set_ended(const Stamp& at) {

@@ -88,6 +88,6 @@ TEST_CASE("what a save may do is what the moves reach", "[moves][store]") {
   const auto old = rig.step();
   REQUIRE(rig.store->mark_ended(old, rig.clock.stamp(), {EventKind::ended, "srun says so"}));
   CHECK_THROWS_WITH(rig.store->save(old, std::nullopt),
-                    "step r attempt 0: no move from ended (stored) to registered");
+                    "step r#0: no move from ended (stored) to registered");
   CHECK(rig.step().state == StepState::ended);
 }
