@@ -197,8 +197,9 @@ class Engine {
   // `notes`, in words.
   void mark_failed(const std::vector<FailedNode>& failed, const slurm::JobInfo& job,
                    std::vector<std::string>& notes);
-  // After the shrink that took them out of `job`: the nodes mark_failed
-  // marked that no job holds any more are set DOWN (returned). The shrink
+  // After the shrink that took them out of `job`: the failed nodes that no
+  // job holds any more are set DOWN (returned), a check's or a heartbeat's
+  // mark keeping its reason. The shrink
   // sends each an abort of the job; a dead node's is sent again every 60 s
   // until a slurmd takes it (Slurm 22.05 drops it only when a send fails
   // while the node is DOWN), and the node's next instance, merged back

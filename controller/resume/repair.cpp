@@ -323,12 +323,14 @@ std::vector<std::string> Engine::down_released(const std::vector<FailedNode>& fa
                                                std::vector<std::string>& notes) {
   std::vector<std::string> downed;
   for (const auto& f : failed) {
-    if (!engine_marks(f, job)) continue;
+    if (!contains(job.hosts, f.node)) continue;
     try {
       // Another job on it would end with it: that node stays FAIL.
       const auto node = slurm_.load_node(f.node);
       if (!node || node->allocated) continue;
-      slurm_.set_node_down(f.node, mark_reason(f, job));
+      // A check's or a heartbeat's mark keeps its reason (the node keeper
+      // replaces the node by it): a frozen node's abort is resent too.
+      slurm_.set_node_down(f.node, engine_marks(f, job) ? mark_reason(f, job) : node->reason);
       downed.push_back(f.node);
     } catch (const slurm::SlurmError& e) {
       notes.push_back(e.what());

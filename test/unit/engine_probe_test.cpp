@@ -404,4 +404,7 @@ TEST_CASE(
   CHECK(rig.slurm.updated("fail node3 Action:Replace heartbeat: no heartbeat for"));
   rig.run_for(2);
   CHECK(rig.step().verdict == Verdict::relaunch);
+  // Out of the job, DOWN (Slurm drops the job's abort it would resend to
+  // the node).
+  CHECK(rig.slurm.updated("down node3 "));
 }

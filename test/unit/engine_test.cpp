@@ -44,6 +44,15 @@ TEST_CASE(
           "node3 set FAIL and out of job 10 (now on node[1-2,4]), then DOWN: node3; step 10.0 "
           "cancelled");
   }
+  SECTION("a health check's mark keeps its reason") {
+    rig.slurm.nodes["node3"].down = false;
+    rig.slurm.nodes["node3"].fail = true;
+    rig.slurm.nodes["node3"].reason = "Action:Replace gpu: Xid 79";
+    rig.engine->tick();
+    CHECK(rig.step().verdict == Verdict::relaunch);
+    CHECK_FALSE(rig.slurm.updated("fail node3"));
+    CHECK(rig.slurm.updated("down node3 Action:Replace gpu: Xid 79"));
+  }
   SECTION("another job on it") {
     auto other = rig.slurm.jobs.at(10);
     other.job_id = 11;
