@@ -52,6 +52,9 @@ srun -N4 bash -c 'echo "srun -N4 on \$SLURM_NNODES nodes"'
 srun --auto-resume=1 -l --output=$WORK/spares.step $WORK/step.sh $WORK/ckpt 80
 echo "srun exit \$?"
 SCRIPT
+# Held past its last step (ckpt.hold) until the second fault's requeue is
+# seen: on a loaded machine the step once ended before the kill was.
+touch ckpt.hold
 job=$(sbatch --parsable -N4 --gres=gpu:1 --auto-resume-spares=1 --open-mode=append -o spares.out spares.sh)
 wait_until 60 "the protected step to start on 3 nodes" ran 3 0 spares.step
 wait_until 60 "the step to reach step 5" past 5
@@ -68,6 +71,9 @@ assert_contains spares.step "^[0-9]: attempt=1 restarts=0 .* start=([5-9]|[1-7][
 assert_contains events.txt "job $job [^ ]+ expanded: job $job goes on without a new node: the step runs again on 3 of its 3 healthy nodes" "the controller's events"
 wait_until 60 "the relaunched step to pass step 30" past 30
 second=$(kill_step_node)
+requeued() { [[ $(job_field Restarts) == 1 ]]; }
+wait_until 120 "the job to be requeued after $second was killed too" requeued
+rm ckpt.hold
 wait_until 120 "the requeued job to end" job_ended
 cat spares.out
 assert_eq "$(job_field JobState)" COMPLETED "the job's state"

@@ -32,14 +32,18 @@ kill_worker() {
 }
 # give_up_case OUT SBATCH_ARGS...: a job of gres.sh that loses a worker node
 # after step 3, and whose batch script goes on after srun's give_up.
+# The step is held past its last step (ckpt.hold) until srun is done, so
+# that it still runs when the kill is seen on a loaded machine.
 give_up_case() {
   local out=$1
   shift
   rm -f ckpt
+  touch ckpt.hold
   job=$(sbatch --parsable -N2 -o "$out" "$@" gres.sh)
   wait_until 60 "job $job to reach step 3" past 3
   kill_worker
-  wait_until 60 "the batch script to go on after srun" grep -q "^srun exit" "$out"
+  wait_until 120 "the batch script to go on after srun" grep -q "^srun exit" "$out"
+  rm ckpt.hold
   cat "$out"
   assert_contains "$out" "^srun exit 75$" "srun's exit status after give_up"
 }
@@ -48,20 +52,20 @@ give_up_case() {
 cat >host.sh <<SCRIPT
 #!/bin/bash
 echo "batch script on \$SLURMD_NODENAME, restart \${SLURM_RESTART_COUNT:-0}"
-srun --auto-resume=1 -l $WORK/step.sh $WORK/ckpt 120
+srun --auto-resume=1 -l $WORK/step.sh $WORK/ckpt 40
 echo "srun exit \$?"
 SCRIPT
 job=$(sbatch --parsable -N3 --open-mode=append -o host.out host.sh)
 wait_until 60 "the first run to reach step 5" past 5
 batch_host=$(job_field BatchHost)
 "$CLUSTER_CMD" kill-node "$CLUSTER" "$batch_host" >/dev/null
-wait_until 120 "the requeued job to end" job_ended
+wait_until 180 "the requeued job to end" job_ended
 cat host.out
 assert_eq "$(job_field JobState)" COMPLETED "the requeued job's state"
 assert_eq "$(job_field Restarts)" 1 "the job's restart count"
 assert_contains host.out "^batch script on node[0-9], restart 1$" "the second run's batch script"
 assert_contains host.out "^0: attempt=0 restarts=1 .* start=([5-9]|[1-9][0-9]+)$" "the second run resuming from the checkpoint"
-assert_contains host.out "^0: done at step 120$" "the second run"
+assert_contains host.out "^0: done at step 40$" "the second run"
 "$AR_CLI" events >events.txt
 assert_contains events.txt "job $job [^ ]+ requeued: the batch host $batch_host failed: job $job was requeued" "the controller's events"
 scontrol show job "$job" >job.txt
@@ -71,13 +75,13 @@ assert_contains job.txt "^ *AdminComment=\[auto-resume\] attempt 0: [a-z0-9,]*${
 rm -f ckpt
 cat >gres.sh <<SCRIPT
 #!/bin/bash
-srun --auto-resume=1 -l $WORK/step.sh $WORK/ckpt 120
+srun --auto-resume=1 -l $WORK/step.sh $WORK/ckpt 40
 echo "srun exit \$?"
 SCRIPT
 job=$(sbatch --parsable -N2 --gres=gpu:1 --open-mode=append -o gres.out gres.sh)
 wait_until 60 "the GRES job to reach step 5" past 5
 kill_worker
-wait_until 120 "the requeued GRES job to end" job_ended
+wait_until 180 "the requeued GRES job to end" job_ended
 cat gres.out
 assert_eq "$(job_field JobState)" COMPLETED "the GRES job's state"
 assert_eq "$(job_field Restarts)" 1 "the GRES job's restart count"
