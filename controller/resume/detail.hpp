@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autoresume/clock.hpp"
+#include "autoresume/text.hpp"  // join
 #include "store/step_moves.hpp"
 #include "store/store.hpp"
 
@@ -23,6 +24,12 @@ inline std::int64_t whole_seconds(milliseconds ms) { return (ms.count() + 999) /
 
 inline bool contains(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+// What slurmctld refused while the engine marked nodes, for a message: ""
+// or " (...)".
+inline std::string notes_text(const std::vector<std::string>& notes) {
+  return notes.empty() ? "" : " (" + join(notes, ", ") + ")";
 }
 
 // The key of a step's expand helper's submit for `node` (Engine::submits_).

@@ -454,7 +454,7 @@ void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job,
                    "the job (now on {}) before Slurm sees it DOWN{}; step {}.{} runs on{}",
                    join(nodes, ", "), job.job_id, join(what, ", "), slurm::compress_hostlist(keep),
                    downed.empty() ? "" : "; set DOWN once out of it", step.step.job_id,
-                   step.step.step_id, notes.empty() ? "" : " (" + join(notes, ", ") + ")"));
+                   step.step.step_id, notes_text(notes)));
 }
 
 bool Engine::overdue(StoredStep& step) {

@@ -19,14 +19,23 @@ using namespace resume_detail;  // NOLINT: the engine's own helpers
 
 namespace {
 
-// What slurmctld refused while marking, for a message: "" or " (...)".
-std::string notes_text(const std::vector<std::string>& notes) {
-  return notes.empty() ? "" : " (" + join(notes, ", ") + ")";
-}
-
 // The nodes set DOWN once out of the job, for a message.
 std::string downed_text(const std::vector<std::string>& downed) {
   return downed.empty() ? "" : ", then DOWN: " + join(downed, ", ");
+}
+
+// The reason the engine marks a failed node with.
+std::string mark_reason(const FailedNode& f, const slurm::JobInfo& job) {
+  return fmt::format("auto-resume: {} (job {})", f.why, job.job_id);
+}
+
+// Whether the engine marks `f`: a node a health check, a heartbeat or an
+// admin marked keeps that reason (the node keeper replaces it by that
+// mark). One the
+// job no longer holds is not the engine's to mark (Slurm dropped it, and
+// shows it DOWN or FAIL already).
+bool engine_marks(const FailedNode& f, const slurm::JobInfo& job) {
+  return !f.why.starts_with(kCheckFailed) && contains(job.hosts, f.node);
 }
 
 }  // namespace
@@ -272,12 +281,11 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
     return false;
   }
   std::vector<std::string> notes;
-  const auto& out = step.repair.failed;
-  mark_failed(out, job, notes);
+  mark_failed(step.repair.failed, job, notes);
   std::vector<std::string> downed;
   if (keep.size() != job.hosts.size()) {
     slurm_.shrink_job(job.job_id, slurm::compress_hostlist(keep));
-    downed = down_released(out, job, notes);
+    downed = down_released(step.repair.failed, job, notes);
   }
   slurm_.kill_step(job.job_id, step.step.step_id);
   move_to(step, StepState::repairing, RepairPhase::node_out);
@@ -287,24 +295,6 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
                    downed_text(downed), job.job_id, step.step.step_id, notes_text(notes)));
   return true;
 }
-
-namespace {
-
-// The reason the engine marks a failed node with.
-std::string mark_reason(const FailedNode& f, const slurm::JobInfo& job) {
-  return fmt::format("auto-resume: {} (job {})", f.why, job.job_id);
-}
-
-// Whether the engine marks `f`: a node a health check, a heartbeat or an
-// admin marked keeps that reason (the node keeper replaces it by that
-// mark; its slurmd answers, so the job's abort reaches it at once). One the
-// job no longer holds is not the engine's to mark (Slurm dropped it, and
-// shows it DOWN or FAIL already).
-bool engine_marks(const FailedNode& f, const slurm::JobInfo& job) {
-  return !f.why.starts_with(kCheckFailed) && contains(job.hosts, f.node);
-}
-
-}  // namespace
 
 void Engine::mark_failed(const std::vector<FailedNode>& failed, const slurm::JobInfo& job,
                          std::vector<std::string>& notes) {
