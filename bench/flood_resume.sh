@@ -79,7 +79,7 @@ chmod +x "$dir/step.sh"
 # start_controller WAY: auto-resumed for this run's cluster on a free port
 # (in $port), answering on it.
 start_controller() {
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$("$cluster_cmd" free-ports 1)
   printf 'provider=local\nlisten=127.0.0.1:%s\nstate_dir=%s\nmunge_socket=%s\nmax_marks_per_hour=1000\nmax_replacements_per_hour=1000\nlocal_restart_command=%s restart-node %s {node} --kill\n' \
     "$port" "$dir/state-$1" "$dir/c/munge/munge.sock" "$cluster_cmd" "$dir/c" >"$dir/ar.conf"
   rm -rf "$dir/state-$1"

@@ -38,7 +38,7 @@ t0=$(now_us)
 up_us=$(($(now_us) - t0))
 eval "$("$repo/scripts/cluster" env "$dir/c")"
 plugstack=$dir/c/etc/plugstack.conf
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$("$repo/scripts/cluster" free-ports 1)
 printf 'provider=local\nlisten=127.0.0.1:%s\nstate_dir=%s\nmunge_socket=%s\n' \
   "$port" "$dir/state" "$dir/c/munge/munge.sock" >"$dir/auto-resumed.conf"
 "$daemon" --config "$dir/auto-resumed.conf" 2>"$dir/auto-resumed.log" &

@@ -95,7 +95,7 @@ echo "restart \$(date +%s.%N)" >>"$dir/restarts.log"
 exec "$cluster_cmd" restart-slurmctld "$dir/c" --wait
 SCRIPT
 chmod +x "$dir/restart.sh"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$("$cluster_cmd" free-ports 1)
 # provider=local: no static node is replaced here (the group's nodes are
 # the provisioner's).
 cat >"$dir/ar.conf" <<CONF

@@ -92,7 +92,7 @@ start_job() {
     --conf-line 'SchedulerParameters=permit_job_expansion,sched_interval=1' >/dev/null
   eval "$("$cluster_cmd" env "$dir/c")"
   local port
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$("$cluster_cmd" free-ports 1)
   printf 'provider=local\nlisten=127.0.0.1:%s\nstate_dir=%s\nmunge_socket=%s\nmax_marks_per_hour=1000\nmax_replacements_per_hour=1000\nlocal_restart_command=%s restart-node %s {node} --kill\n' \
     "$port" "$dir/state-$fault-$path-$expire" "$dir/c/munge/munge.sock" "$cluster_cmd" "$dir/c" >"$dir/ar.conf"
   "$daemon" --config "$dir/ar.conf" 2>>"$dir/auto-resumed.log" &

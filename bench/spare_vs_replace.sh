@@ -58,7 +58,7 @@ run_case() {
     --conf-line 'SchedulerParameters=permit_job_expansion,sched_interval=1' >/dev/null
   eval "$("$cluster_cmd" env "$dir/c")"
   local port
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$("$cluster_cmd" free-ports 1)
   provider=local
   [[ $way == spare ]] && provider=$'spares\nspares=1'
   printf 'provider=%s\nlisten=127.0.0.1:%s\nstate_dir=%s\nmunge_socket=%s\nmax_marks_per_hour=1000\nmax_replacements_per_hour=1000\nlocal_restart_command=%s {node}\n' \

@@ -257,33 +257,17 @@ create_backoff=1${1:+
 $1}" controller_up
 }
 
-# free_port_range N: the first of N consecutive TCP ports nobody listens on now.
+# free_port_range N: the first of N consecutive TCP ports nobody uses now,
+# below the ephemeral range (scripts/cluster free-ports): a port the kernel
+# hands out to outgoing connections may be taken by one (a slurmd's, a
+# client's) between this pick and the bind of the server it is for.
 free_port_range() {
-  python3 - "$1" <<'PY'
-import random, socket, sys
-n = int(sys.argv[1])
-for _ in range(200):
-    base = random.randrange(20000, 60000 - n)
-    socks = []
-    try:
-        for port in range(base, base + n):
-            s = socket.socket()
-            socks.append(s)
-            s.bind(("0.0.0.0", port))
-    except OSError:
-        continue
-    finally:
-        for s in socks:
-            s.close()
-    print(base)
-    sys.exit(0)
-sys.exit("no free range of %d ports" % n)
-PY
+  "$CLUSTER_CMD" free-ports "$1" | head -n 1
 }
 
-# free_port: a TCP port nobody listens on now.
+# free_port: a TCP port nobody uses now, below the ephemeral range.
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  free_port_range 1
 }
 
 # shellcheck disable=SC2120 # arguments are optional

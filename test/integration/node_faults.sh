@@ -22,14 +22,17 @@ wait_until 20 "a task on each of the 4 nodes" tasks_are 4 '(/usr/bin/)?sleep 600
 for n in node1 node2 node3 node4; do
   [[ -n $(live_pids "$CLUSTER" "$n") ]] || fail "found no process of $n"
 done
-# others: the other nodes' slurmd daemons and the job's tasks on them (a
-# node's short-lived processes, such as a slurmstepd being forked, come
-# and go by themselves on a loaded machine).
+# others: the other nodes' slurmd daemons (by their pid files) and the
+# job's tasks on them. A node's short-lived processes come and go by
+# themselves on a loaded machine: a slurmstepd being forked, or a slurmd's
+# own child, which runs as "slurmd" until it executes slurmstepd.
 others() {
   local n p
   for n in node1 node2 node4; do
+    p=$(<"$CLUSTER/run/slurmd-$n.pid")
+    [[ -d /proc/$p ]] && echo "$p"
     for p in $(live_pids "$CLUSTER" "$n"); do
-      [[ $(ps -o args= -p "$p" 2>/dev/null) =~ ^(slurmd |(/usr/bin/)?sleep 600) ]] && echo "$p"
+      [[ $(ps -o args= -p "$p" 2>/dev/null) =~ ^(/usr/bin/)?sleep\ 600$ ]] && echo "$p"
     done
   done | sort
 }
