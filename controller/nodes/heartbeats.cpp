@@ -305,6 +305,7 @@ void NodeKeeper::settle_cross_checks() {
 }
 
 bool NodeKeeper::mark_unheard(const std::string& node, double age, const std::string& checked) {
+  if (slurm_away_) return false;  // tried again at the next look
   const auto reason = fmt::format(
       "Action:Replace heartbeat: no heartbeat for {:.0f} s and slurmd does not answer", age);
   if (!gate_.allow(Gate::Counted::mark, {node})) {

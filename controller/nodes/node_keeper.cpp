@@ -152,7 +152,9 @@ std::string NodeKeeper::request_replace(const std::string& node, RepairMode mode
                      reason, what, to_string(config_.provider));
 }
 
-void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes) {
+void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes,
+                      bool slurm_away) {
+  slurm_away_ = slurm_away;
   gate_.set_cluster_size(nodes.size());
   {
     std::lock_guard lock(mutex_);
@@ -189,13 +191,14 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
     }
   };
   guarded("heartbeats", [&] { watch_heartbeats(nodes); });
-  guarded("replacements", [&] { find_new(nodes); });
-  if (config_.provider == ProviderKind::spares)
-    guarded("spares", [&] { keep_spares(nodes, protected_nodes); });
   // Provider calls of replacements that were dropped meanwhile.
   std::erase_if(orphans_, [](std::future<std::string>& call) {
     return call.wait_for(seconds{0}) == std::future_status::ready;
   });
+  if (slurm_away) return;  // replacing_ as the last look left it
+  guarded("replacements", [&] { find_new(nodes); });
+  if (config_.provider == ProviderKind::spares)
+    guarded("spares", [&] { keep_spares(nodes, protected_nodes); });
   replacing_ = !calls_.empty();
   for (auto& repair : store_.node_repairs()) {
     try {

@@ -147,10 +147,13 @@ class NodeKeeper {
   // The heartbeat ages, for `auto-resume nodes`: node -> seconds since heard.
   std::map<std::string, double> heartbeat_ages();
 
-  // The engine thread's turn: `nodes` as just loaded from slurmctld;
+  // The engine thread's turn: `nodes` as last loaded from slurmctld;
   // `protected_nodes` those under protected steps not decided yet, or
-  // chosen as their replacements.
-  void tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes);
+  // chosen as their replacements. While `slurm_away` (slurmctld does not
+  // answer) only the heartbeat watch goes on: nothing is marked, replaced
+  // or kept as a spare, since each call to slurmctld would wait for it.
+  void tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes,
+            bool slurm_away = false);
 
   // Whether a replacement was under way at the last tick (its provider
   // call, or the node's return): no slurmctld restart meanwhile.
@@ -242,6 +245,7 @@ class NodeKeeper {
   }
   std::map<std::string, Heard> heard_;
   bool looked_ = false;                       // known_ is filled once
+  bool slurm_away_ = false;                   // this tick's (tick)
   std::map<std::string, Whereabouts> known_;  // the nodes slurmctld knows, as of the last tick
   const std::map<std::string, std::vector<origin::Network>> binds_;  // heartbeat_bind
   struct Lookup {

@@ -67,6 +67,12 @@ class Calls {
     calls_.erase(it);
     return outcome;
   }
+  // Whether the call under `key` is ready, waiting for it at most `limit`;
+  // false if none was started.
+  bool ready_within(const std::string& key, std::chrono::milliseconds limit) const {
+    const auto it = calls_.find(key);
+    return it != calls_.end() && it->second.outcome.wait_for(limit) == std::future_status::ready;
+  }
   // The keys of the calls that are ready.
   std::vector<std::string> finished() const {
     std::vector<std::string> out;

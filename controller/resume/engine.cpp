@@ -32,6 +32,7 @@ Engine::~Engine() { stop(); }
 void Engine::start() {
   outbox_.start();
   submits_.start();
+  reads_.start();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -96,24 +97,18 @@ void Engine::tick() {
   });
   // slurmctld away: the last list goes on (the heartbeat watch and the
   // probes keep their deadlines); nothing can be done in Slurm meanwhile.
-  const std::vector<slurm::NodeInfo>* listed = nullptr;
-  try {
-    listed = &slurm_.load_nodes();
-    last_listed_ = listed;
-    if (slurm_away_) log::info("slurmctld answers again: the node list is fresh");
-    slurm_away_ = false;
-  } catch (const std::exception& e) {
-    if (last_listed_ == nullptr) throw;
-    listed = last_listed_;
-    if (!slurm_away_)
-      log::warn(
-          "cannot load the nodes from slurmctld ({}): the heartbeat watch and the probes go on "
-          "with the last list; nothing is changed in Slurm until it answers",
-          e.what());
-    slurm_away_ = true;
+  wanted_jobs_.clear();
+  wanted_steps_.clear();
+  stale_jobs_.clear();
+  for (const auto& step : steps) {
+    wanted_jobs_.insert(step.step.job_id);
+    if (step.state == StepState::registered)
+      wanted_steps_.emplace(step.step.job_id, step.step.step_id);
   }
+  if (read_nodes() == nullptr) return;  // no first list yet
+  const auto view = view_;              // this look's, kept while it runs
   NodeMap nodes;
-  for (const auto& node : *listed) nodes[node.name] = &node;
+  for (const auto& node : view->nodes) nodes[node.name] = &node;
   std::set<std::string> protected_nodes;
   std::set<std::string> active;
   for (const auto& step : steps) {
@@ -123,11 +118,11 @@ void Engine::tick() {
   }
   std::erase_if(job_hosts_, [&](const auto& entry) { return !active.contains(entry.first); });
   try {
-    keeper_.tick(nodes, protected_nodes);
+    keeper_.tick(nodes, protected_nodes, slurm_slow_);
   } catch (const std::exception& e) {
     log::warn("node keeper: {}", e.what());  // the protected steps come first
   }
-  if (provisioner_ != nullptr && !slurm_away_) {
+  if (provisioner_ != nullptr && !slurm_slow_) {
     try {
       // No slurmctld restart for the include file while a step is repaired
       // or a node replaced.
@@ -159,6 +154,9 @@ void Engine::tick() {
   auto watched = protected_nodes;
   for (const auto& [k, hosts] : job_hosts_) watched.insert(hosts.begin(), hosts.end());
   weigh_suspicion(watched, nodes);
+  // What a step needs next is asked of slurmctld or changed in it: it
+  // waits until slurmctld answers, with what the probes counted meanwhile.
+  if (slurm_slow_) return;
   for (auto& step : steps) {
     const auto k = step.key();
     try {
@@ -183,8 +181,76 @@ void Engine::tick() {
         }
       }
     }
+    // Another protected step of the same job, after this one, asks
+    // slurmctld itself: this one's repair may have changed the job.
+    stale_jobs_.insert(step.step.job_id);
   }
   drop_unwanted_submits(steps);
+}
+
+void Engine::start_read() {
+  if (reads_.has(kNodesRead)) return;
+  read_started_ = clock_.now();
+  reads_.run(kNodesRead, [this, jobs = wanted_jobs_, steps = wanted_steps_] {
+    auto view = std::make_shared<SlurmView>();
+    view->nodes = slurm_.load_nodes();
+    for (const auto id : jobs) view->jobs.emplace(id, slurm_.load_job(id));
+    for (const auto& [job, step] : steps) {
+      view->asked_steps.emplace(job, step);
+      if (slurm_.step_exists(job, step)) view->listed_steps.emplace(job, step);
+    }
+    return std::shared_ptr<const SlurmView>(std::move(view));
+  });
+}
+
+std::optional<slurm::JobInfo> Engine::job_of(std::uint32_t job_id) {
+  if (view_ && !stale_jobs_.contains(job_id))
+    if (const auto it = view_->jobs.find(job_id); it != view_->jobs.end()) return it->second;
+  return slurm_.load_job(job_id);
+}
+
+bool Engine::step_listed(std::uint32_t job_id, std::uint32_t step_id) {
+  const std::pair key{job_id, step_id};
+  if (view_ && !stale_jobs_.contains(job_id) && view_->asked_steps.contains(key))
+    return view_->listed_steps.contains(key);
+  return slurm_.step_exists(job_id, step_id);
+}
+
+const std::vector<slurm::NodeInfo>* Engine::read_nodes() {
+  // A read of this look's own, unless the last one is still under way
+  // (then it is waited for instead): what the look decides on is fresher
+  // than anything it was woken for.
+  start_read();
+  if (reads_.ready_within(kNodesRead, read_wait_)) {
+    auto read = reads_.take(kNodesRead);
+    try {
+      view_ = read->get();
+      if (slurm_away_) log::info("slurmctld answers again: the node list is fresh");
+      slurm_away_ = slurm_slow_ = false;
+    } catch (const std::exception& e) {
+      if (!view_) throw;
+      if (!slurm_away_)
+        log::warn(
+            "cannot load the nodes from slurmctld ({}): the heartbeat watch and the probes go on "
+            "with the last list; nothing is asked of slurmctld or changed in it until it answers",
+            e.what());
+      slurm_away_ = slurm_slow_ = true;
+    }
+  } else if (reads_.has(kNodesRead)) {
+    // Not in yet: this look asks slurmctld nothing (each call would wait
+    // as long); said once it has waited kSlowRead.
+    slurm_slow_ = true;
+    if (const auto waited = clock_.now() - read_started_;
+        !slurm_away_ && view_ && waited >= kSlowRead) {
+      log::warn(
+          "slurmctld has not answered for the node list in {} s: the heartbeat watch and the "
+          "probes go on with the last list; nothing is asked of slurmctld or changed in it "
+          "until it answers",
+          std::chrono::duration_cast<std::chrono::seconds>(waited).count());
+      slurm_away_ = true;
+    }
+  }
+  return view_ ? &view_->nodes : nullptr;
 }
 
 std::vector<std::string> Engine::step_hosts(const StoredStep& step) {
@@ -192,7 +258,7 @@ std::vector<std::string> Engine::step_hosts(const StoredStep& step) {
   // once from slurmctld; the allocation's as registered until then.
   const auto k = step.key();
   auto it = step_nodes_.find(k);
-  if (it == step_nodes_.end()) {
+  if (it == step_nodes_.end() && !slurm_slow_) {
     try {
       if (const auto nodes = slurm_.step_nodes(step.step.job_id, step.step.step_id))
         it = step_nodes_.emplace(k, slurm::expand_hostlist(*nodes)).first;
@@ -493,7 +559,7 @@ bool Engine::overdue(StoredStep& step) {
 }
 
 void Engine::advance(StoredStep& step, const NodeMap& nodes) {
-  const auto job = slurm_.load_job(step.step.job_id);
+  const auto job = job_of(step.step.job_id);
   if (job && job->suspended) return;  // preempted or suspended: look again later
   if (!job || !job->running) {
     job_gone(step, job);
@@ -576,7 +642,7 @@ void Engine::check_lost(StoredStep& step, const slurm::JobInfo& job) {
   // lists no step started since (Slurm does not save its state for a new
   // step), while the step runs on.
   const auto k = step.key();
-  if (slurm_.step_exists(job.job_id, step.step.step_id)) {
+  if (step_listed(job.job_id, step.step.step_id)) {
     missing_since_.erase(k);
     return;
   }

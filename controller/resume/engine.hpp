@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -71,12 +72,34 @@ class Engine {
   // submit under way has its outcome, at most `limit` (tests).
   void start_submits() { submits_.start(); }
   bool submits_settled(std::chrono::milliseconds limit) const { return submits_.wait(limit); }
+  // Slurm is read on a thread of its own once the engine starts (tests
+  // start it by hand, with the wait they need): a slurmctld that does not
+  // answer holds libslurm's call for MessageTimeout and more, and a look
+  // waits for it `wait` at most.
+  void start_reads(std::chrono::milliseconds wait = kReadWait) {
+    read_wait_ = wait;
+    reads_.start();
+  }
+  bool reads_settled(std::chrono::milliseconds limit) const { return reads_.wait(limit); }
+  // A look waits at most kReadWait for the read under way (it takes
+  // milliseconds when slurmctld answers); a read under way for kSlowRead
+  // is said in the log.
+  static constexpr std::chrono::milliseconds kReadWait{250};
+  static constexpr std::chrono::seconds kSlowRead{3};
 
  private:
   using Steady = Clock::Steady;
   using NodeMap = std::map<std::string, const slurm::NodeInfo*>;
 
   void run();
+  // The node list this look goes on with: a read started now (or the one
+  // still under way) once it is in, waited for kReadWait at most; else the
+  // last list. slurm_slow_ while the read failed or is not in; nothing
+  // until a first list is in.
+  const std::vector<slurm::NodeInfo>* read_nodes();
+  // A read of the node list, unless one is under way.
+  void start_read();
+  static constexpr const char* kNodesRead = "nodes";
   // Forgets what is older than `retention`, once per kPruneEvery.
   void prune();
   static constexpr std::chrono::hours kPruneEvery{1};
@@ -265,10 +288,33 @@ class Engine {
   // again), with why: their `suspected` event is out.
   std::map<std::string, std::string> suspects_;
   Steady::time_point last_prune_{};
-  // The last node list slurmctld gave (load_nodes keeps it while a call
-  // fails), and whether the last call failed.
-  const std::vector<slurm::NodeInfo>* last_listed_ = nullptr;
-  bool slurm_away_ = false;
+  // The last node list slurmctld gave, and whether it is slow (the last
+  // read failed, or one is not in): then nothing is asked
+  // of it or changed in it (each call would wait as long), and the heartbeat
+  // watch and the probes go on with that list.
+  // What a read brings: the node list, the protected steps' jobs and
+  // whether slurmctld lists their registered steps.
+  struct SlurmView {
+    std::vector<slurm::NodeInfo> nodes;
+    std::map<std::uint32_t, std::optional<slurm::JobInfo>> jobs;
+    std::set<std::pair<std::uint32_t, std::uint32_t>> asked_steps;
+    std::set<std::pair<std::uint32_t, std::uint32_t>> listed_steps;  // of those asked
+  };
+  std::shared_ptr<const SlurmView> view_;
+  // What the next read asks for (the steps active at this look's start).
+  std::set<std::uint32_t> wanted_jobs_;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> wanted_steps_;
+  // Jobs this look changed in Slurm or decided a step of: view_ no longer
+  // speaks for them; asked directly.
+  std::set<std::uint32_t> stale_jobs_;
+  // The job as view_ has it, unless stale (else asked of slurmctld now).
+  std::optional<slurm::JobInfo> job_of(std::uint32_t job_id);
+  // Whether slurmctld lists the step, as view_ has it (else asked now).
+  bool step_listed(std::uint32_t job_id, std::uint32_t step_id);
+  Steady::time_point read_started_{};
+  std::chrono::milliseconds read_wait_ = kReadWait;
+  bool slurm_slow_ = false;  // this look's: the read failed or is not in
+  bool slurm_away_ = false;  // said in the log: failed, or not in for kSlowRead
   // Errors already logged, per step, so a persisting one is logged once.
   std::map<std::string, std::string> last_error_;
   // The nodes each step runs on, from slurmctld.
@@ -295,6 +341,9 @@ class Engine {
   // Expand helpers' submits under way or not taken yet, by "STEP NODE"
   // (submit_key): last, so that the calls end before what they wake.
   Calls<std::uint32_t> submits_{[this] { wake(); }};
+  // The reads of Slurm (read_nodes), one at a time; a look takes the one
+  // that finished.
+  Calls<std::shared_ptr<const SlurmView>> reads_{nullptr};
 };
 
 }  // namespace ar

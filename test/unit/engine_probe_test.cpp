@@ -408,3 +408,38 @@ TEST_CASE(
   // the node).
   CHECK(rig.slurm.updated("down node3 "));
 }
+
+TEST_CASE(
+    "a node list slurmctld is slow to give holds no tick: the watch and the probes go on, "
+    "nothing is asked of slurmctld meanwhile, and the repair follows at its answer",
+    "[engine][evidence]") {
+  ProbeRig rig;
+  rig.config.heartbeat_timeout = 10s;
+  rig.run_for(2);
+  rig.engine->start_reads(1ms);  // a look waits 1 ms for the read under way
+  // slurmctld stopped (SIGSTOP): a read waits for it, here until released.
+  rig.slurm.node_lists.set(true);
+  rig.kill("node3");
+  const auto updates = rig.slurm.updates.size();
+  rig.beat_all();
+  rig.engine->tick();  // starts a read, and returns without it
+  REQUIRE(rig.slurm.node_lists.wait_for_waiter(5s));
+  for (int i = 0; i < 40; ++i) {  // 20 s of looks, twice a second
+    rig.beat_all();
+    rig.engine->tick();
+    rig.clock.advance(500ms);
+  }
+  CHECK(rig.slurm.node_lists.waiting());  // still the one read
+  CHECK_FALSE(rig.has_event("stalled"));
+  CHECK(rig.step().state == StepState::registered);  // nothing done without slurmctld
+  CHECK(rig.slurm.updates.size() == updates);
+  // slurmctld answers: the probes and the silence counted meanwhile decide
+  // at the next look (node3 is marked then, not after heartbeat_timeout).
+  rig.slurm.node_lists.set(false);
+  REQUIRE(rig.engine->reads_settled(5s));
+  rig.engine->start_reads(5s);  // from now on each look waits for its read
+  rig.engine->tick();
+  CHECK(rig.slurm.updated("fail node3 Action:Replace heartbeat: no heartbeat for"));
+  rig.run_for(2);
+  CHECK(rig.step().verdict == Verdict::relaunch);
+}

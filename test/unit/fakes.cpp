@@ -160,6 +160,7 @@ uid_t FakeSlurm::slurm_user_uid() {
 }
 
 const std::vector<slurm::NodeInfo>& FakeSlurm::load_nodes() {
+  node_lists.pass();  // a slurmctld stopped
   const auto held = check_reachable();
   listed_.clear();
   for (const auto& [name, n] : nodes) {

@@ -112,6 +112,8 @@ class FakeSlurm final : public slurm::SlurmApi {
   void finish_power_down(const std::string& name);
   // While set, set_admin_comment waits (a slurmctld slow to answer it).
   Hold admin_comments;
+  // While set, load_nodes waits (a slurmctld stopped, or slow to answer).
+  Hold node_lists;
   // While set, submit_expand_helper waits (its program stopped by the
   // job's owner).
   Hold helper_submits;
