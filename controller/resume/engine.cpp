@@ -122,6 +122,7 @@ void Engine::tick() {
   } catch (const std::exception& e) {
     log::warn("node keeper: {}", e.what());  // the protected steps come first
   }
+  if (!slurm_slow_) clear_leftovers();
   if (provisioner_ != nullptr && !slurm_slow_) {
     try {
       // No slurmctld restart for the include file while a step is repaired
@@ -545,17 +546,33 @@ bool Engine::overdue(StoredStep& step) {
         "the server all the same): {}",
         k, e.what());
   }
-  if (unstored) return true;  // the step and its helpers went already
-  // What is left of the step and the repair's helpers go, if slurmctld
-  // can be asked; the verdict stands either way.
-  try {
-    if (repairing) slurm_.kill_step(step.step.job_id, step.step.step_id);
-  } catch (const std::exception& e) {
-    log::warn("step {}: cannot cancel step {}.{}: {}", step.key(), step.step.job_id,
-              step.step.step_id, e.what());
-  }
-  if (repairing) cancel_helpers(step);
+  if (unstored) return true;  // its remains are cancelled, or wait for it
+  // What is left of the step and the repair's helpers go at this look's
+  // turn to ask slurmctld, or at the first look it answers; the verdict
+  // stands either way.
+  if (repairing) leftovers_.insert_or_assign(k, step);
   return true;
+}
+
+void Engine::clear_leftovers() {
+  for (auto it = leftovers_.begin(); it != leftovers_.end();) {
+    const auto& [k, step] = *it;
+    try {
+      slurm_.kill_step(step.step.job_id, step.step.step_id);
+    } catch (const std::exception& e) {
+      if (leftovers_said_.insert(k).second)
+        log::warn("step {}: cannot cancel step {}.{} yet (asked again at each look): {}", k,
+                  step.step.job_id, step.step.step_id, e.what());
+      ++it;
+      continue;
+    }
+    if (!cancel_helpers(step)) {
+      ++it;
+      continue;
+    }
+    if (leftovers_said_.erase(k) > 0) log::info("step {}: its remains are cancelled now", k);
+    it = leftovers_.erase(it);
+  }
 }
 
 void Engine::advance(StoredStep& step, const NodeMap& nodes) {

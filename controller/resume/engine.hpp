@@ -264,7 +264,12 @@ class Engine {
   std::vector<std::string> step_hosts(const StoredStep& step);
   static std::string helper_name(std::uint32_t job_id);
   // Cancels the job's pending or running helper jobs, recorded or not.
-  void cancel_helpers(const StoredStep& step);
+  // False if slurmctld could not be asked (said in the log).
+  bool cancel_helpers(const StoredStep& step);
+  // The steps given up at their deadline mid-repair whose remains (the
+  // step, the repair's helper jobs) slurmctld has not cancelled yet: at
+  // each look it answers, until it has.
+  void clear_leftovers();
   // Node instances that failed this job before (name -> slurmd start times).
   std::multimap<std::string, std::int64_t> failed_instances(std::uint32_t job_id);
 
@@ -326,6 +331,10 @@ class Engine {
   std::map<std::string, Steady::time_point> missing_since_;
   // Steps past their deadline whose give_up the store could not take.
   std::set<std::string> give_up_unstored_;
+  // Steps given up mid-repair whose remains are still to be cancelled
+  // (clear_leftovers), and those whose failure to is said already.
+  std::map<std::string, StoredStep> leftovers_;
+  std::set<std::string> leftovers_said_;
   // Steps whose old step record outlived kOldStepGone, said once.
   std::set<std::string> said_old_step_;
   // Steps whose relaunch waits for nodes to register, said once.

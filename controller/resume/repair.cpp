@@ -645,14 +645,16 @@ std::string Engine::helper_name(std::uint32_t job_id) {
   return fmt::format("auto-resume-expand-{}", job_id);
 }
 
-void Engine::cancel_helpers(const StoredStep& step) {
+bool Engine::cancel_helpers(const StoredStep& step) {
   const auto job_id = step.step.job_id;
   try {
     // The job's owner's only: the step was registered with its uid.
     for (const auto id : slurm_.live_jobs_named(helper_name(job_id), step.uid))
       slurm_.cancel_job(id);
+    return true;
   } catch (const std::exception& e) {
     log::warn("cannot cancel the helper jobs of job {}: {}", job_id, e.what());
+    return false;
   }
 }
 

@@ -249,6 +249,19 @@ TEST_CASE("a repair ends within repair_timeout while slurmctld cannot be asked",
   CHECK(rig.step().message ==
         "the repair did not finish within repair_timeout=60 s (it got to "
         "'node_out')");
+  // What is left of the step is cancelled once slurmctld answers again.
+  const auto kills = [&] {
+    return std::count(rig.slurm.updates.begin(), rig.slurm.updates.end(), "kill_step 10.0");
+  };
+  const auto before = kills();
+  rig.clock.advance(1s);
+  rig.engine->tick();
+  CHECK(kills() == before);
+  rig.slurm.reachable = true;
+  rig.engine->tick();
+  CHECK(kills() == before + 1);
+  rig.engine->tick();
+  CHECK(kills() == before + 1);  // once
 }
 
 TEST_CASE(
