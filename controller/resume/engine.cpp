@@ -97,16 +97,9 @@ void Engine::tick() {
   });
   // slurmctld away: the last list goes on (the heartbeat watch and the
   // probes keep their deadlines); nothing can be done in Slurm meanwhile.
-  wanted_jobs_.clear();
-  wanted_steps_.clear();
   stale_jobs_.clear();
-  for (const auto& step : steps) {
-    wanted_jobs_.insert(step.step.job_id);
-    if (step.state == StepState::registered)
-      wanted_steps_.emplace(step.step.job_id, step.step.step_id);
-  }
-  if (read_nodes() == nullptr) return;  // no first list yet
-  const auto view = view_;              // this look's, kept while it runs
+  if (read_nodes(steps) == nullptr) return;  // no first list yet
+  const auto view = view_;                   // this look's, kept while it runs
   NodeMap nodes;
   for (const auto& node : view->nodes) nodes[node.name] = &node;
   std::set<std::string> protected_nodes;
@@ -189,14 +182,21 @@ void Engine::tick() {
   drop_unwanted_submits(steps);
 }
 
-void Engine::start_read() {
-  if (reads_.has(kNodesRead)) return;
+void Engine::start_read(const std::vector<StoredStep>& steps) {
+  if (reads_.has(kRead)) return;
+  std::set<std::uint32_t> jobs;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> registered;
+  for (const auto& step : steps) {
+    jobs.insert(step.step.job_id);
+    if (step.state == StepState::registered)
+      registered.emplace(step.step.job_id, step.step.step_id);
+  }
   read_started_ = clock_.now();
-  reads_.run(kNodesRead, [this, jobs = wanted_jobs_, steps = wanted_steps_] {
+  reads_.run(kRead, [this, jobs = std::move(jobs), registered = std::move(registered)] {
     auto view = std::make_shared<SlurmView>();
     view->nodes = slurm_.load_nodes();
     for (const auto id : jobs) view->jobs.emplace(id, slurm_.load_job(id));
-    for (const auto& [job, step] : steps) {
+    for (const auto& [job, step] : registered) {
       view->asked_steps.emplace(job, step);
       if (slurm_.step_exists(job, step)) view->listed_steps.emplace(job, step);
     }
@@ -217,13 +217,16 @@ bool Engine::step_listed(std::uint32_t job_id, std::uint32_t step_id) {
   return slurm_.step_exists(job_id, step_id);
 }
 
-const std::vector<slurm::NodeInfo>* Engine::read_nodes() {
+const std::vector<slurm::NodeInfo>* Engine::read_nodes(const std::vector<StoredStep>& steps) {
+  static constexpr const char* kMeanwhile =
+      "the heartbeat watch and the probes go on with the last list; nothing is asked of "
+      "slurmctld or changed in it until it answers";
   // A read of this look's own, unless the last one is still under way
   // (then it is waited for instead): what the look decides on is fresher
   // than anything it was woken for.
-  start_read();
-  if (reads_.ready_within(kNodesRead, read_wait_)) {
-    auto read = reads_.take(kNodesRead);
+  start_read(steps);
+  if (reads_.ready_within(kRead, read_wait_)) {
+    auto read = reads_.take(kRead);
     try {
       view_ = read->get();
       if (slurm_away_) log::info("slurmctld answers again: the node list is fresh");
@@ -231,23 +234,17 @@ const std::vector<slurm::NodeInfo>* Engine::read_nodes() {
     } catch (const std::exception& e) {
       if (!view_) throw;
       if (!slurm_away_)
-        log::warn(
-            "cannot load the nodes from slurmctld ({}): the heartbeat watch and the probes go on "
-            "with the last list; nothing is asked of slurmctld or changed in it until it answers",
-            e.what());
+        log::warn("cannot load the nodes from slurmctld ({}): {}", e.what(), kMeanwhile);
       slurm_away_ = slurm_slow_ = true;
     }
-  } else if (reads_.has(kNodesRead)) {
+  } else {
     // Not in yet: this look asks slurmctld nothing (each call would wait
     // as long); said once it has waited kSlowRead.
     slurm_slow_ = true;
     if (const auto waited = clock_.now() - read_started_;
         !slurm_away_ && view_ && waited >= kSlowRead) {
-      log::warn(
-          "slurmctld has not answered for the node list in {} s: the heartbeat watch and the "
-          "probes go on with the last list; nothing is asked of slurmctld or changed in it "
-          "until it answers",
-          std::chrono::duration_cast<std::chrono::seconds>(waited).count());
+      log::warn("slurmctld has not answered for the node list in {} s: {}",
+                std::chrono::duration_cast<std::chrono::seconds>(waited).count(), kMeanwhile);
       slurm_away_ = true;
     }
   }

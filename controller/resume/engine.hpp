@@ -96,10 +96,11 @@ class Engine {
   // still under way) once it is in, waited for kReadWait at most; else the
   // last list. slurm_slow_ while the read failed or is not in; nothing
   // until a first list is in.
-  const std::vector<slurm::NodeInfo>* read_nodes();
-  // A read of the node list, unless one is under way.
-  void start_read();
-  static constexpr const char* kNodesRead = "nodes";
+  const std::vector<slurm::NodeInfo>* read_nodes(const std::vector<StoredStep>& steps);
+  // A read of Slurm for the looks, with the jobs of `steps` and whether
+  // slurmctld lists those registered, unless one is under way.
+  void start_read(const std::vector<StoredStep>& steps);
+  static constexpr const char* kRead = "slurm";
   // Forgets what is older than `retention`, once per kPruneEvery.
   void prune();
   static constexpr std::chrono::hours kPruneEvery{1};
@@ -293,10 +294,6 @@ class Engine {
   // again), with why: their `suspected` event is out.
   std::map<std::string, std::string> suspects_;
   Steady::time_point last_prune_{};
-  // The last node list slurmctld gave, and whether it is slow (the last
-  // read failed, or one is not in): then nothing is asked
-  // of it or changed in it (each call would wait as long), and the heartbeat
-  // watch and the probes go on with that list.
   // What a read brings: the node list, the protected steps' jobs and
   // whether slurmctld lists their registered steps.
   struct SlurmView {
@@ -305,10 +302,11 @@ class Engine {
     std::set<std::pair<std::uint32_t, std::uint32_t>> asked_steps;
     std::set<std::pair<std::uint32_t, std::uint32_t>> listed_steps;  // of those asked
   };
+  // The last read slurmctld answered. While it is slow (the last read
+  // failed, or one is not in) nothing is asked of it or changed in it
+  // (each call would wait as long), and the heartbeat watch and the probes
+  // go on with that read's node list.
   std::shared_ptr<const SlurmView> view_;
-  // What the next read asks for (the steps active at this look's start).
-  std::set<std::uint32_t> wanted_jobs_;
-  std::set<std::pair<std::uint32_t, std::uint32_t>> wanted_steps_;
   // Jobs this look changed in Slurm or decided a step of: view_ no longer
   // speaks for them; asked directly.
   std::set<std::uint32_t> stale_jobs_;
