@@ -143,10 +143,12 @@ int main(int argc, char** argv) {
     // (reports) is read by the engine, the one that decides.
     ar::StepReports reports;
     ar::Provisioner* const provisioning = provisioner ? &*provisioner : nullptr;
-    ar::Engine engine(store, config, keeper, slurm, clock, prober, reports, provisioning);
+    // The one place the steps are decided, by the engine and the server.
+    ar::Verdicts verdicts(store, reports, clock, config);
+    ar::Engine engine(store, config, keeper, slurm, clock, prober, reports, verdicts, provisioning);
     ar::Service service(
-        store, slurm, clock, [&engine] { engine.wake(); }, reports, &keeper, &config, provisioning,
-        &metrics);
+        store, slurm, clock, [&engine] { engine.wake(); }, reports, verdicts, &keeper, &config,
+        provisioning, &metrics);
     ar::net::asio::io_context io;
     ar::net::asio::thread_pool workers(4);
     ar::MungeDaemon munge(config.munge_socket);
@@ -156,7 +158,8 @@ int main(int argc, char** argv) {
         [&service](const ar::proto::Request& request, uid_t caller, const std::string& peer) {
           return service.handle(request, caller, peer);
         },
-        [&service](uid_t caller) { return service.privileged(caller); });
+        [&service](uid_t caller) { return service.privileged(caller); },
+        [&metrics](std::string_view outcome) { metrics.session(outcome); });
     server.start();
     std::optional<ar::MetricsServer> metrics_server;  // after io: its socket goes first
     if (config.metrics_listen) {

@@ -99,7 +99,9 @@ std::optional<std::string> try_register(const PluginConfig& config,
   again = false;
   const auto where = "the controller at " + config.controller.str();
   try {
-    Client(client_options(config)).send(step);  // only that the reply is well-formed matters
+    // Only that the reply is well-formed matters. The session stays for
+    // the watcher and the exit hook (no reply: the next try opens a new one).
+    controller_session(config).send(step);
     return std::nullopt;
   } catch (const Refused& e) {
     again = e.code() == proto::code::kUnavailable;

@@ -33,6 +33,13 @@ PluginState& state() {
   return instance;
 }
 
+Client& controller_session(const PluginConfig& config, std::chrono::milliseconds timeout) {
+  auto& session = state().session;
+  if (!session) session.emplace(client_options(config));
+  session->set_timeout(timeout.count() > 0 ? timeout : config.connect_timeout);
+  return *session;
+}
+
 namespace {
 
 // Runs a hook body; an exception becomes an error message and a failure.

@@ -8,6 +8,7 @@ extern "C" {
 
 #include <signal.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@ extern "C" {
 #include <string>
 #include <vector>
 
+#include "autoresume/client.hpp"
 #include "autoresume/plugin_config.hpp"
 #include "autoresume/resume.hpp"
 
@@ -60,6 +62,13 @@ struct PluginState {
   // given back to the srun a relaunch executes.
   sigset_t initial_mask{};
   std::set<int> ignored_signals;
+  // srun only: the session with the controller, opened by the step's
+  // registration and kept for srun's life (the watcher's asks, then the
+  // exit hook's): one munge round trip, not one per ask. One thread at a
+  // time uses it: the hook that registers, the watcher while the step runs
+  // (the exit hook stops it first), the exit hook. Before the watcher, so
+  // that it outlives it.
+  std::optional<Client> session;
   // srun only: the step registered with the controller, and the thread that
   // asks for its verdict while it runs.
   std::optional<ProtectedStep> protected_step;
@@ -69,6 +78,12 @@ struct PluginState {
 };
 
 PluginState& state();
+
+// srun: the session with the controller (state().session), opened with
+// `config`'s options at its first call; each call gets `timeout` (0:
+// connect_timeout). A session the controller closed is opened again.
+Client& controller_session(const PluginConfig& config,
+                           std::chrono::milliseconds timeout = std::chrono::milliseconds{0});
 
 // srun (local context). local_init runs before srun reads its options:
 // it sizes the step for the job's spares (--auto-resume-spares).

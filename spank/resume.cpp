@@ -62,15 +62,19 @@ __attribute__((format(printf, 1, 2))) void say(const char* format, ...) {
 // Sends `request`; the controller's typed reply. Throws ClientError (with a
 // refusal's code and message), ProtocolError (a malformed reply) or
 // MungeError.
+// On srun's session with the controller; each call within `timeout` (0:
+// connect_timeout).
 template <typename Request>
-typename Request::Reply ask(const PluginConfig& config, const Request& request) {
-  return Client(client_options(config)).send(request);
+typename Request::Reply ask(const PluginConfig& config, const Request& request,
+                            std::chrono::milliseconds timeout = 0ms) {
+  return controller_session(config, timeout).send(request);
 }
 
 using Answer = proto::VerdictReply;
 
-Answer ask_verdict(const PluginConfig& config, const ProtectedStep& step, bool ended) {
-  return ask(config, proto::VerdictRequest{step.run_id, step.attempt, ended});
+Answer ask_verdict(const PluginConfig& config, const ProtectedStep& step, bool ended,
+                   std::chrono::milliseconds timeout = 0ms) {
+  return ask(config, proto::VerdictRequest{step.run_id, step.attempt, ended}, timeout);
 }
 
 // Marks every descriptor above 2 close-on-exec: closing them outright
@@ -308,7 +312,7 @@ class EndedWait {
       const auto now = SteadyClock::now();
       if (now >= deadline_) return stop_at_limit();
       try {
-        const auto answer = ask_verdict(call_config(now), step_, true);
+        const auto answer = ask_verdict(config_, step_, true, call_timeout(now));
         last_answer_ = SteadyClock::now();
         said_unreachable_ = false;
         if (const auto rc = act_on(answer)) return *rc;
@@ -335,14 +339,11 @@ class EndedWait {
   }
 
  private:
-  // The config for one call: its timeout within what is left of both limits.
-  PluginConfig call_config(SteadyClock::time_point now) const {
-    auto call = config_;
+  // One call's timeout: within what is left of both limits.
+  std::chrono::milliseconds call_timeout(SteadyClock::time_point now) const {
     const auto left = std::min(deadline_, last_answer_ + config_.unreachable_timeout) - now;
     const auto left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(left);
-    call.connect_timeout =
-        std::clamp(left_ms, std::chrono::milliseconds{100}, config_.connect_timeout);
-    return call;
+    return std::clamp(left_ms, std::chrono::milliseconds{100}, config_.connect_timeout);
   }
 
   // What srun does on an answer: a status to return, or nothing to ask again.

@@ -37,6 +37,11 @@ inline std::string submit_key(const StoredStep& step, const std::string& node) {
   return fmt::format("step {}: the helper for {}", step.key(), node);
 }
 
+// The key of a repair's node_out writes (Engine::writes_).
+inline std::string node_out_key(const StoredStep& step) {
+  return fmt::format("step {}: node_out", step.key());
+}
+
 // Thrown when a step was decided elsewhere (cancelled by its srun) while
 // the engine worked on it: nothing to report.
 struct DecidedMeanwhile {};

@@ -17,11 +17,13 @@ namespace ar {
 using namespace resume_detail;  // NOLINT: the engine's own helpers
 
 Engine::Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper, slurm::SlurmApi& slurm,
-               const Clock& clock, Prober& prober, StepReports& reports, Provisioner* provisioner)
+               const Clock& clock, Prober& prober, StepReports& reports, Verdicts& verdicts,
+               Provisioner* provisioner)
     : store_(store),
       config_(config),
       keeper_(keeper),
       reports_(reports),
+      verdicts_(verdicts),
       provisioner_(provisioner),
       slurm_(slurm),
       clock_(clock),
@@ -32,6 +34,7 @@ Engine::~Engine() { stop(); }
 void Engine::start() {
   outbox_.start();
   submits_.start();
+  writes_.start();
   reads_.start();
   thread_ = std::thread([this] { run(); });
 }
@@ -115,6 +118,13 @@ void Engine::tick() {
   } catch (const std::exception& e) {
     log::warn("node keeper: {}", e.what());  // the protected steps come first
   }
+  // Steps given up at their deadline (by a look, or by the server
+  // answering srun): the job is told, and what is left of a repair is
+  // cancelled once slurmctld answers.
+  for (auto& given_up : verdicts_.take_given_up()) {
+    tell_job(given_up.step);
+    if (given_up.repairing) leftovers_.insert_or_assign(given_up.step.key(), given_up.step);
+  }
   if (!slurm_slow_) clear_leftovers();
   if (provisioner_ != nullptr && !slurm_slow_) {
     try {
@@ -131,6 +141,7 @@ void Engine::tick() {
   }
   if (steps.empty()) {
     drop_unwanted_submits(steps);
+    drop_unwanted_writes(steps);
     for (const auto& [host, count] : failed_probes_) keeper_.forget_peers(host);
     failed_probes_.clear();
     suspects_.clear();
@@ -180,6 +191,7 @@ void Engine::tick() {
     stale_jobs_.insert(step.step.job_id);
   }
   drop_unwanted_submits(steps);
+  drop_unwanted_writes(steps);
 }
 
 void Engine::start_read(const std::vector<StoredStep>& steps) {
@@ -522,33 +534,11 @@ void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job,
 }
 
 bool Engine::overdue(StoredStep& step) {
-  const auto by = decide_by(step, config_);
-  if (!by || !by->past(clock_)) return false;
-  const bool repairing = step.state == StepState::repairing;
-  const auto k = step.key();
-  const bool unstored = give_up_unstored_.contains(k);
-  try {
-    decide(step, Verdict::give_up, ar::overdue(step, config_));
-    if (give_up_unstored_.erase(k) > 0) log::info("step {}: its give_up is stored now", k);
-  } catch (const DecidedMeanwhile&) {
-    give_up_unstored_.erase(k);
-    return true;
-  } catch (const std::exception& e) {
-    // The server answers srun give_up from decide_by all the same; the
-    // store is asked again at each tick, and this is said once.
-    if (unstored) return true;
-    give_up_unstored_.insert(k);
-    log::warn(
-        "step {}: past its deadline, but its give_up cannot be stored (srun hears it from "
-        "the server all the same): {}",
-        k, e.what());
-  }
-  if (unstored) return true;  // its remains are cancelled, or wait for it
-  // What is left of the step and the repair's helpers go at this look's
-  // turn to ask slurmctld, or at the first look it answers; the verdict
-  // stands either way.
-  if (repairing) leftovers_.insert_or_assign(k, step);
-  return true;
+  // The rest (AdminComment, what is left of a repair) at the next look,
+  // as for one the server gave up.
+  const bool due = verdicts_.overdue(step) != Verdicts::Overdue::not_due;
+  if (due) wake();
+  return due;
 }
 
 void Engine::clear_leftovers() {
@@ -672,11 +662,7 @@ void Engine::check_lost(StoredStep& step, const slurm::JobInfo& job) {
 }
 
 void Engine::decide(StoredStep& step, Verdict verdict, const std::string& message) {
-  move_to(step, StepState::decided);
-  step.verdict = verdict;
-  step.message = message;
-  save(step, event_of(verdict), message);
-  reports_.exits.forget(step.key());
+  if (!verdicts_.decide(step, verdict, message)) throw DecidedMeanwhile{};
   // A relaunch is a repair that succeeded: its marks no longer count
   // toward the circuit breaker.
   if (verdict == Verdict::relaunch && !step.repair.failed.empty())

@@ -35,6 +35,7 @@
 #include "resume/calls.hpp"
 #include "resume/outbox.hpp"
 #include "resume/step_reports.hpp"
+#include "resume/verdicts.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
 
@@ -44,12 +45,12 @@ class Engine {
  public:
   // `keeper` has its turn on the engine's thread, with the same node list,
   // and so has continuous provisioning's `provisioner`, after it (none: it
-  // is off). `reports` is what the server hears of the steps (a step's exit
-  // reports are forgotten once the engine decides it; a registered step
-  // whose srun asks for its verdict is not lost). Slurm, the clock and the
+  // is off). `reports` is what the server hears of the steps (a registered
+  // step whose srun asks for its verdict is not lost). Every verdict goes
+  // through `verdicts`, which the server shares. Slurm, the clock and the
   // prober are the engine's seams: tests pass fakes.
   Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper, slurm::SlurmApi& slurm,
-         const Clock& clock, Prober& prober, StepReports& reports,
+         const Clock& clock, Prober& prober, StepReports& reports, Verdicts& verdicts,
          Provisioner* provisioner = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
@@ -72,6 +73,12 @@ class Engine {
   // submit under way has its outcome, at most `limit` (tests).
   void start_submits() { submits_.start(); }
   bool submits_settled(std::chrono::milliseconds limit) const { return submits_.wait(limit); }
+  // A repair's writes that take its failed nodes out of the job (FAIL
+  // marks, the shrink, DOWN, the old step's cancel) run on a thread of
+  // their own per repair once the engine starts: a slurmctld slow to take
+  // them holds up that repair only (tests start them by hand).
+  void start_writes() { writes_.start(); }
+  bool writes_settled(std::chrono::milliseconds limit) const { return writes_.wait(limit); }
   // Slurm is read on a thread of its own once the engine starts (tests
   // start it by hand, with the wait they need): a slurmctld that does not
   // answer holds libslurm's call for MessageTimeout and more, and a look
@@ -214,7 +221,19 @@ class Engine {
   // A chosen replacement is given up for this repair (its helper waited too
   // long, Slurm refused it, or it failed): another is chosen.
   void pass_over(StoredStep& step, const std::string& node);
+  // The failed nodes out of the job and the old step cancelled
+  // (node_out): started on the repair's own thread, taken at a later look
+  // once done; false meanwhile, or when every node failed (give_up).
   bool take_out(StoredStep& step, const slurm::JobInfo& job);
+  // What take_out's writes did, for its event.
+  struct NodeOut {
+    std::string kept;  // the job's nodes left, a hostlist
+    std::vector<std::string> downed;
+    std::vector<std::string> notes;  // what slurmctld refused, in words
+  };
+  // The outcome of take_out's writes whose repair no longer waits for
+  // them (decided meanwhile) is dropped.
+  void drop_unwanted_writes(const std::vector<StoredStep>& steps);
   // Sets FAIL the `failed` nodes the job holds that no check marked
   // already, so that Slurm gives them to no other job and the node keeper
   // replaces them once the job lets go; what slurmctld refused goes to
@@ -278,6 +297,7 @@ class Engine {
   const DaemonConfig& config_;
   NodeKeeper& keeper_;
   StepReports& reports_;
+  Verdicts& verdicts_;
   Provisioner* provisioner_;
   slurm::SlurmApi& slurm_;
   const Clock& clock_;
@@ -327,8 +347,6 @@ class Engine {
   std::map<std::string, std::vector<std::string>> job_hosts_;
   // Registered steps Slurm no longer lists, since when.
   std::map<std::string, Steady::time_point> missing_since_;
-  // Steps past their deadline whose give_up the store could not take.
-  std::set<std::string> give_up_unstored_;
   // Steps given up mid-repair whose remains are still to be cancelled
   // (clear_leftovers), and those whose failure to is said already.
   std::map<std::string, StoredStep> leftovers_;
@@ -348,6 +366,8 @@ class Engine {
   // Expand helpers' submits under way or not taken yet, by "STEP NODE"
   // (submit_key): last, so that the calls end before what they wake.
   Calls<std::uint32_t> submits_{[this] { wake(); }};
+  // take_out's writes, by step (node_out_key).
+  Calls<NodeOut> writes_{[this] { wake(); }};
   // The reads of Slurm (read_nodes), one at a time; a look takes the one
   // that finished.
   Calls<std::shared_ptr<const SlurmView>> reads_{nullptr};

@@ -273,27 +273,52 @@ void Engine::go_on_in_job(StoredStep& step, const slurm::JobInfo& job) {
 
 bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
   const auto failed = step.repair.failed_nodes();
-  std::vector<std::string> keep;
-  for (const auto& host : job.hosts)
-    if (!contains(failed, host)) keep.push_back(host);
-  if (keep.empty()) {
-    decide(step, Verdict::give_up, fmt::format("every node of job {} failed", job.job_id));
-    return false;
+  const auto key = node_out_key(step);
+  if (!writes_.has(key)) {
+    std::vector<std::string> keep;
+    for (const auto& host : job.hosts)
+      if (!contains(failed, host)) keep.push_back(host);
+    if (keep.empty()) {
+      decide(step, Verdict::give_up, fmt::format("every node of job {} failed", job.job_id));
+      return false;
+    }
+    // In order, on the repair's own thread: the look goes on meanwhile.
+    writes_.run(key, [this, marked = step.repair.failed, job, keep, step_id = step.step.step_id] {
+      NodeOut out;
+      out.kept = slurm::compress_hostlist(keep);
+      mark_failed(marked, job, out.notes);
+      if (keep.size() != job.hosts.size()) {
+        slurm_.shrink_job(job.job_id, out.kept);
+        out.downed = down_released(marked, job, out.notes);
+      }
+      slurm_.kill_step(job.job_id, step_id);
+      return out;
+    });
   }
-  std::vector<std::string> notes;
-  mark_failed(step.repair.failed, job, notes);
-  std::vector<std::string> downed;
-  if (keep.size() != job.hosts.size()) {
-    slurm_.shrink_job(job.job_id, slurm::compress_hostlist(keep));
-    downed = down_released(step.repair.failed, job, notes);
-  }
-  slurm_.kill_step(job.job_id, step.step.step_id);
+  auto outcome = writes_.take(key);
+  if (!outcome) return false;       // under way: this repair waits, the others go on
+  const auto out = outcome->get();  // a failed write is tried again at the next look
   move_to(step, StepState::repairing, RepairPhase::node_out);
   save(step, EventKind::node_out,
        fmt::format("{} set FAIL and out of job {} (now on {}){}; step {}.{} cancelled{}",
-                   join(failed, ", "), job.job_id, slurm::compress_hostlist(keep),
-                   downed_text(downed), job.job_id, step.step.step_id, notes_text(notes)));
+                   join(failed, ", "), job.job_id, out.kept, downed_text(out.downed), job.job_id,
+                   step.step.step_id, notes_text(out.notes)));
   return true;
+}
+
+void Engine::drop_unwanted_writes(const std::vector<StoredStep>& steps) {
+  for (const auto& call : writes_.finished()) {
+    const bool wanted = std::ranges::any_of(steps, [&](const StoredStep& step) {
+      return step.state == StepState::repairing && step.phase == RepairPhase::detected &&
+             node_out_key(step) == call;
+    });
+    if (wanted) continue;
+    try {
+      writes_.take(call)->get();
+    } catch (const std::exception& e) {
+      log::info("{}: no longer wanted (the step was decided meanwhile): {}", call, e.what());
+    }
+  }
 }
 
 void Engine::mark_failed(const std::vector<FailedNode>& failed, const slurm::JobInfo& job,

@@ -22,7 +22,7 @@ struct ConnectionLimits {
   // At most this many wait to authenticate at once.
   std::size_t max_unauthenticated = 128;
   // Authenticated connections of one user (not root, not SlurmUser).
-  std::size_t max_user_connections = 64;
+  std::size_t max_user_connections = 1024;
   // All connections: the descriptors left for them.
   std::size_t max_connections = 1024;
   // Of max_connections, those only root and SlurmUser may hold.

@@ -67,6 +67,12 @@ ControllerMetrics::ControllerMetrics() {
             "deadline restarted).");
   r.counter("auto_resume_requests_total", "Requests answered, by op and outcome.",
             {"op", "outcome"});
+  r.counter("auto_resume_sessions_total",
+            "Sessions asked for (a munge round trip each), by outcome (opened; refused: a "
+            "connection limit; failed: not authenticated).",
+            {"outcome"});
+  for (const auto* outcome : {"opened", "refused", "failed"})
+    r.touch("auto_resume_sessions_total", {outcome});
   r.counter("auto_resume_provider_calls_total",
             "Provider calls, by op and outcome (ok, failed: an exit status but 0, error: no "
             "exit status, as a timeout).",
@@ -105,6 +111,10 @@ void ControllerMetrics::request(std::string_view op, std::string_view outcome) {
   const bool known = std::find(proto::kOps.begin(), proto::kOps.end(), op) != proto::kOps.end();
   registry_.add("auto_resume_requests_total",
                 {known ? std::string(op) : "other", std::string(outcome)});
+}
+
+void ControllerMetrics::session(std::string_view outcome) {
+  registry_.add("auto_resume_sessions_total", {std::string(outcome)});
 }
 
 void ControllerMetrics::provider_call(std::string_view op, std::string_view outcome,

@@ -33,6 +33,8 @@ class ControllerMetrics {
   // A request answered: its op (one the controller knows, else "other")
   // and outcome ("ok" or the error's code).
   void request(std::string_view op, std::string_view outcome);
+  // A session's handshake: "opened", "refused" or "failed" (Server).
+  void session(std::string_view outcome);
   // A provider call: "replace", "create", "terminate", "list" or
   // "slurmctld_restart"; outcome "ok", "failed" (an exit status but 0) or
   // "error" (did not run to an exit: timeout, not found, stopped).

@@ -34,13 +34,15 @@ struct Server::Connection {
 };
 
 Server::Server(asio::io_context& io, asio::thread_pool& workers, const Endpoint& listen,
-               const ConnectionLimits& limits, Munge& munge, Handler handle, Privileged privileged)
+               const ConnectionLimits& limits, Munge& munge, Handler handle, Privileged privileged,
+               SessionOutcome sessions)
     : acceptor_(io, net::resolve_listen(io, listen), /*reuse_address=*/true),
       workers_(workers),
       limits_(limits),
       munge_(munge),
       handle_(std::move(handle)),
       privileged_(std::move(privileged)),
+      sessions_(std::move(sessions)),
       refusal_flush_(io) {}
 
 void Server::start() { asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached); }
@@ -241,11 +243,19 @@ asio::awaitable<std::string> Server::answer_line(Connection& connection, std::st
   auto shake =
       co_await asio::co_spawn(workers_, handshake_on_worker(std::move(line)), net::use_awaitable);
   if (!connection.socket.is_open()) co_return std::string();  // its deadline passed meanwhile
-  if (!shake.error_line.empty()) co_return shake.error_line;
+  auto outcome = [this](std::string_view what) {
+    if (sessions_) sessions_(what);
+  };
+  if (!shake.error_line.empty()) {
+    outcome("failed");
+    co_return shake.error_line;
+  }
   if (const auto why = promote(connection, shake.hello.uid, shake.privileged); !why.empty()) {
     refused(why);
+    outcome("refused");
     co_return session::error_line(code::kBusy, why);
   }
+  outcome("opened");
   connection.keys = std::move(shake.hello.keys);
   close_after = false;
   co_return std::move(shake.hello.line);

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "autoresume/endpoint.hpp"
 #include "autoresume/munge_cred.hpp"
@@ -41,12 +42,17 @@ class Server {
       std::function<std::string(const proto::Request&, uid_t caller, const std::string& peer)>;
   // Whether a uid is root or SlurmUser (may ask slurmctld: called on a worker).
   using Privileged = std::function<bool(uid_t)>;
+  // Told how each session's handshake ended: "opened", "refused" (a limit:
+  // `busy`) or "failed" (a hello that does not authenticate). Called on the
+  // io thread.
+  using SessionOutcome = std::function<void(std::string_view outcome)>;
 
   // Binds and listens at once (throws on failure, e.g. the port is taken).
   // Requests are decoded and answered on `workers` (munge and slurmctld may
   // be slow), never on the io thread.
   Server(net::asio::io_context& io, net::asio::thread_pool& workers, const Endpoint& listen,
-         const ConnectionLimits& limits, Munge& munge, Handler handle, Privileged privileged);
+         const ConnectionLimits& limits, Munge& munge, Handler handle, Privileged privileged,
+         SessionOutcome sessions = {});
 
   // The bound endpoint (the real port when listening on port 0).
   net::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
@@ -105,6 +111,7 @@ class Server {
   Munge& munge_;
   Handler handle_;
   Privileged privileged_;
+  SessionOutcome sessions_;
   // Touched on the io thread only.
   std::size_t open_ = 0;   // every connection admitted and not released
   std::size_t users_ = 0;  // authenticated, not root nor SlurmUser

@@ -9,7 +9,6 @@
 #include "autoresume/version.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
-#include "resume/deadline.hpp"
 #include "store/step_moves.hpp"
 
 namespace ar {
@@ -19,13 +18,15 @@ using proto::ProtocolError;
 namespace code = proto::code;
 
 Service::Service(Store& store, slurm::SlurmApi& slurm, const Clock& clock,
-                 std::function<void()> wake, StepReports& reports, NodeKeeper* keeper,
-                 const DaemonConfig* config, Provisioner* provisioner, ControllerMetrics* metrics)
+                 std::function<void()> wake, StepReports& reports, Verdicts& verdicts,
+                 NodeKeeper* keeper, const DaemonConfig* config, Provisioner* provisioner,
+                 ControllerMetrics* metrics)
     : store_(store),
       slurm_(slurm),
       clock_(clock),
       wake_(std::move(wake)),
       reports_(reports),
+      verdicts_(verdicts),
       keeper_(keeper),
       config_(config),
       provisioner_(provisioner),
@@ -351,28 +352,15 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
   }
   // Every node said its tasks exited 0: no_fault now, without end_window;
   // else the engine looks for a node at fault.
-  if (request.ended && step.state == StepState::ended && !decide_clean_end(step) && marked) wake_();
+  if (request.ended && step.state == StepState::ended && !verdicts_.clean_end(step) && marked)
+    wake_();
   proto::VerdictReply reply;
   reply.run_id = step.step.run_id;
   reply.attempt = step.step.attempt;
-  if (const auto by = config_ != nullptr ? decide_by(step, *config_) : std::nullopt;
-      by && by->past(clock_)) {
-    // The engine should have decided by now; srun hears give_up whether or
-    // not it can be stored, unless the engine decided just now (its verdict
-    // stands).
-    step.message = overdue(step, *config_);  // worded by the state it was in
-    move_to(step, StepState::decided);
-    step.verdict = Verdict::give_up;
-    try {
-      if (!store_.save(step, EventSpec{EventKind::give_up, step.message}))
-        step = store_.find(step.step.run_id, step.step.attempt).value();
-    } catch (const std::exception& e) {
-      if (first_store_failure(step, "give_up"))
-        log::warn("step {}: cannot store its give_up (srun hears it all the same): {}", step.key(),
-                  e.what());
-    }
-    wake_();
-  }
+  // The engine should have decided by now; srun hears give_up whether or
+  // not it can be stored, unless another verdict was stored first (it
+  // stands). The engine clears what is left of a repair.
+  if (verdicts_.overdue(step) != Verdicts::Overdue::not_due) wake_();
   if (step.state == StepState::decided) {
     reports_.exits.forget(step.key());
     reply.verdict = step.verdict;
@@ -474,34 +462,9 @@ proto::TasksExitedReply Service::do_tasks_exited(const proto::TasksExitedRequest
   const auto tasks = fmt::format("{} of {}: {} task{}, {} with a status other than 0", report.node,
                                  what, report.tasks, report.tasks == 1 ? "" : "s", report.failed);
   if (reports_.exits.add(step->key(), report.node, report.clean(), hosts) &&
-      step->state == StepState::ended && decide_clean_end(*step))
+      step->state == StepState::ended && verdicts_.clean_end(*step))
     return {true, tasks + "; every node reported: no_fault"};
   return {true, tasks};
-}
-
-bool Service::decide_clean_end(StoredStep& step) {
-  const auto k = step.key();
-  const auto hosts = hosts_of(step);
-  if (!reports_.exits.all_clean(k, hosts)) return false;
-  const auto message = fmt::format(
-      "every node of step {}.{} ({}) reported its tasks exited 0; srun keeps the "
-      "step's own exit status",
-      step.step.job_id, step.step.step_id,
-      hosts.size() == 1 ? std::string("1 node") : fmt::format("{} nodes", hosts.size()));
-  try {
-    const bool decided = store_.no_fault_if_ended(step, message);
-    step = store_.find(step.step.run_id, step.step.attempt).value();
-    if (!decided) return false;
-  } catch (const std::exception& e) {
-    // The engine decides after end_window as without the reports.
-    if (first_store_failure(step, "no_fault"))
-      log::warn("step {}: cannot store its no_fault (it waits end_window): {}", k, e.what());
-    return false;
-  }
-  reports_.exits.forget(k);
-  log::audit({step.uid, "register", step.step.run_id}, name_of(EventKind::no_fault),
-             fmt::format("job {}: {}", step.step.job_id, message));
-  return true;
 }
 
 }  // namespace ar

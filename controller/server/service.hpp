@@ -17,6 +17,7 @@
 #include "nodes/node_keeper.hpp"
 #include "provision/provisioner.hpp"
 #include "resume/step_reports.hpp"
+#include "resume/verdicts.hpp"
 #include "server/metrics.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
@@ -31,15 +32,17 @@ class Service {
   // agents' heartbeats and admins' replacements; without it those ops
   // answer `unavailable`. Requests are served by several threads: `slurm`
   // must take load_job, slurm_user_uid and cancel_job from any of them.
-  // With `config`, a step past its deadline (resume/deadline.hpp) is
-  // answered give_up even when neither the engine nor the store can act.
   // What srun and the step daemons say of their steps goes to `reports`,
-  // which the engine reads. Continuous provisioning's ops go to
+  // which the engine reads. A step is decided through `verdicts`, shared
+  // with the engine: a clean end at once, and a step past its deadline
+  // (resume/deadline.hpp) answered give_up even when neither the engine
+  // nor the store can act. Continuous provisioning's ops go to
   // `provisioner` (none: they answer `unavailable`); requests (by op and
   // outcome) and recoveries are counted into `metrics`, if given.
   Service(Store& store, slurm::SlurmApi& slurm, const Clock& clock, std::function<void()> wake,
-          StepReports& reports, NodeKeeper* keeper = nullptr, const DaemonConfig* config = nullptr,
-          Provisioner* provisioner = nullptr, ControllerMetrics* metrics = nullptr);
+          StepReports& reports, Verdicts& verdicts, NodeKeeper* keeper = nullptr,
+          const DaemonConfig* config = nullptr, Provisioner* provisioner = nullptr,
+          ControllerMetrics* metrics = nullptr);
 
   // The reply body for `request` from `caller`, connected from the numeric
   // address `peer` (a heartbeat is taken only from its node's address).
@@ -67,10 +70,6 @@ class Service {
   proto::TasksExitedReply do_tasks_exited(const proto::TasksExitedRequest& report, uid_t caller);
   // The registered or ended step a report is about, if any.
   std::optional<StoredStep> reported_step(const proto::TasksExitedRequest& report);
-  // An ended step every node of which reported all its tasks exited 0 is
-  // decided no_fault now (`step` reread); false if it is not (or was
-  // decided meanwhile by someone else: `step` reread as well).
-  bool decide_clean_end(StoredStep& step);
   // The node ops get the keeper once node_op let the caller in.
   proto::HeartbeatReply do_heartbeat(NodeKeeper& keeper, const proto::HeartbeatRequest& request,
                                      const std::string& peer);
@@ -104,6 +103,7 @@ class Service {
   const Clock& clock_;
   std::function<void()> wake_;
   StepReports& reports_;
+  Verdicts& verdicts_;
   NodeKeeper* keeper_;
   const DaemonConfig* config_;
   Provisioner* provisioner_;

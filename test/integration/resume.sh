@@ -134,6 +134,15 @@ assert_eq "$(metric metrics.2 'auto_resume_verdicts_total{verdict="give_up"}')" 
 assert_eq "$(awk '/^auto_resume_steps\{/ { n += $2 } END { print n }' metrics.2)" 3 "steps in the store (the job's three attempts)"
 (($(metric metrics.2 'auto_resume_requests_total{op="register",outcome="ok"}') >= 3)) ||
   fail "fewer than 3 registrations counted: $(grep requests_total metrics.2)"
+# Each srun kept one session for its verdict asks (one a second while its
+# step ran): far fewer sessions (srun's, the agents', the slurmstepds'
+# reports, the CLI's) than verdict asks.
+verdicts=$(metric metrics.2 'auto_resume_requests_total{op="verdict",outcome="ok"}')
+sessions=$(metric metrics.2 'auto_resume_sessions_total{outcome="opened"}')
+note "$verdicts verdict asks on $sessions sessions"
+((verdicts >= 60 && sessions * 2 < verdicts)) ||
+  fail "$sessions sessions opened for $verdicts verdict asks: $(grep -E 'sessions_total|requests_total' metrics.2)"
+assert_eq "$(metric metrics.2 'auto_resume_sessions_total{outcome="failed"}')" 0 "sessions not authenticated"
 awk '$1 == "auto_resume_recovery_seconds_sum" && $2 > 0 && $2 < 120 { ok = 1 } END { exit !ok }' metrics.2 ||
   fail "recovery time not between 0 and 120 s: $(grep recovery_seconds metrics.2)"
 (($(metric metrics.2 auto_resume_store_bytes) > 0)) || fail "no store size in the metrics"

@@ -81,6 +81,11 @@ TEST_CASE("a Client sends typed requests on one session", "[client]") {
   ar::Client client(options_for(rig.endpoint()), rig.munge_of(1000));
   for (int i = 0; i < 3; ++i) CHECK(client.send(ar::proto::HelloRequest{}).uid == 1000);
   CHECK(rig.realm->next == 2);  // one munge round trip for the three
+  // A call with another deadline (srun's wait after its step) keeps it.
+  client.set_timeout(500ms);
+  CHECK(client.send(ar::proto::HelloRequest{}).uid == 1000);
+  CHECK(rig.realm->next == 2);
+  CHECK(rig.sessions("opened") == 1);
 }
 
 TEST_CASE("a Client throws a refusal's code and message", "[client]") {

@@ -316,7 +316,7 @@ TEST_CASE("connection limits: defaults, settings, bounds named in errors", "[dae
   const auto defaults = ar::parse_daemon_config("provider=local\n", "f.conf");
   CHECK(defaults.auth_timeout == std::chrono::seconds{5});
   CHECK(defaults.max_unauthenticated == 128);
-  CHECK(defaults.max_user_connections == 64);
+  CHECK(defaults.max_user_connections == 1024);
   CHECK(defaults.reserved_fds == 128);
   CHECK(defaults.privileged_connections == 128);
   const auto config = ar::parse_daemon_config(

@@ -16,6 +16,7 @@ using namespace std::chrono_literals;
 struct EngineRig : ar::test::Fakes {
   std::unique_ptr<ar::Store> store;
   std::unique_ptr<ar::NodeKeeper> keeper;
+  std::unique_ptr<ar::Verdicts> verdicts;
   std::unique_ptr<ar::Engine> engine;
 
   explicit EngineRig(int nodes = 6) {
@@ -26,11 +27,14 @@ struct EngineRig : ar::test::Fakes {
   // A controller (re)started on the same store.
   void start() {
     engine.reset();
+    verdicts.reset();
     keeper.reset();
     store.reset();
     store = std::make_unique<ar::Store>(dir.path, clock);
     keeper = std::make_unique<ar::NodeKeeper>(*store, config, slurm, clock, prober, runner);
-    engine = std::make_unique<ar::Engine>(*store, config, *keeper, slurm, clock, prober, reports);
+    verdicts = std::make_unique<ar::Verdicts>(*store, reports, clock, config);
+    engine = std::make_unique<ar::Engine>(*store, config, *keeper, slurm, clock, prober, reports,
+                                          *verdicts);
   }
   // Job 10 of uid 1000 on node1-4, its step 10.0 protected as run "r".
   void protect(std::uint32_t attempt = 0, std::uint32_t step_id = 0) {

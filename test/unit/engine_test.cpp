@@ -607,6 +607,36 @@ TEST_CASE("a slow AdminComment update holds up no other job's repair", "[engine]
         std::string::npos);
 }
 
+TEST_CASE("a slurmctld slow to take one repair's FAIL mark holds up no other job's repair",
+          "[engine][writes]") {
+  Rig rig(8);
+  rig.config.backoff = 0ms;
+  rig.protect();  // job 10 on node1-4
+  protect_other(rig, {"node5", "node6"});
+  rig.engine->start_writes();
+  rig.slurm.fail_marks_of = "node3";
+  rig.slurm.fail_marks.set(true);
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();  // returns while node3's mark waits
+  REQUIRE(rig.slurm.fail_marks.wait_for_waiter(5s));
+  CHECK(rig.step().phase == RepairPhase::detected);
+  // Another job's node dies meanwhile: repaired at the next looks, the
+  // first repair still waiting for its mark.
+  rig.slurm.nodes["node6"].down = true;
+  CHECK(rig.tick_until(
+      [&] { return rig.store->find("r2", 0).value().verdict == Verdict::relaunch; }));
+  CHECK(rig.slurm.fail_marks.waiting());
+  CHECK(rig.step().phase == RepairPhase::detected);
+  rig.slurm.fail_marks.set(false);
+  REQUIRE(rig.engine->writes_settled(5s));
+  CHECK(rig.tick_until([&] { return rig.step().verdict == Verdict::relaunch; }));
+  CHECK(std::ranges::count(rig.kinds(), "node_out") == 2);                        // one per repair
+  CHECK(rig.detail("node_out").starts_with("node6 set FAIL and out of job 20"));  // first
+  CHECK(rig.last_detail("node_out") ==
+        "node3 set FAIL and out of job 10 (now on node[1-2,4]), then "
+        "DOWN: node3; step 10.0 cancelled");
+}
+
 TEST_CASE("a stopped expand helper submit holds up no tick: another job's repair goes on",
           "[engine][submits]") {
   Rig rig(8);

@@ -197,6 +197,7 @@ std::map<std::string, std::vector<std::string>> FakeSlurm::reservations() {
 }
 
 void FakeSlurm::set_node_fail(const std::string& name, const std::string& reason) {
+  if (name == fail_marks_of) fail_marks.pass();
   const auto held = check_reachable();
   auto& n = node(name);
   n.fail = true;

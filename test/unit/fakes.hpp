@@ -117,6 +117,10 @@ class FakeSlurm final : public slurm::SlurmApi {
   // While set, submit_expand_helper waits (its program stopped by the
   // job's owner).
   Hold helper_submits;
+  // While set, set_node_fail of the node `fail_marks_of` waits (a
+  // slurmctld slow to take one repair's mark).
+  Hold fail_marks;
+  std::string fail_marks_of;
   // Whether an update starting with `prefix` was made.
   bool updated(const std::string& prefix) const;
 

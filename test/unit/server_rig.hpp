@@ -10,8 +10,11 @@
 #include <sys/socket.h>
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "autoresume/connect.hpp"
@@ -40,11 +43,19 @@ struct ServerRig {
   net::asio::thread_pool workers{2};
   std::unique_ptr<Server> server;
   std::thread thread;
+  // How the sessions' handshakes ended, as the server told them.
+  std::mutex outcomes_mutex;
+  std::map<std::string, int> outcomes;
 
   explicit ServerRig(const ConnectionLimits& limits = test_limits(),
                      Server::Handler handler = echo) {
-    server = std::make_unique<Server>(io, workers, Endpoint{"127.0.0.1", 0}, limits, munge,
-                                      std::move(handler), [](uid_t uid) { return uid == 0; });
+    server = std::make_unique<Server>(
+        io, workers, Endpoint{"127.0.0.1", 0}, limits, munge, std::move(handler),
+        [](uid_t uid) { return uid == 0; },
+        [this](std::string_view outcome) {
+          std::lock_guard lock(outcomes_mutex);
+          ++outcomes[std::string(outcome)];
+        });
     server->start();
     thread = std::thread([this] { io.run(); });
   }
@@ -58,6 +69,10 @@ struct ServerRig {
   ServerRig& operator=(const ServerRig&) = delete;
 
   std::uint16_t port() const { return server->local_endpoint().port(); }
+  int sessions(const std::string& outcome) {
+    std::lock_guard lock(outcomes_mutex);
+    return outcomes.contains(outcome) ? outcomes[outcome] : 0;
+  }
   Endpoint endpoint() const { return {"127.0.0.1", port()}; }
   // munge as a process of `uid` sees it.
   std::shared_ptr<FakeMunge> munge_of(uid_t uid) { return std::make_shared<FakeMunge>(realm, uid); }

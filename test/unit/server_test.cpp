@@ -77,6 +77,8 @@ TEST_CASE("a user holds at most max_user_connections, root more", "[server]") {
   CHECK_THAT(third.hello(rig, 1000),
              Contains("\"busy\"") && Contains("uid 1000") && Contains("max_user_connections=2"));
   CHECK(third.read_line() == "<closed>");
+  CHECK(rig.sessions("opened") == 2);
+  CHECK(rig.sessions("refused") == 1);
   Conn other(rig.port());
   CHECK(other.served_as(rig, 1001));
   std::vector<Conn> roots;
@@ -215,6 +217,8 @@ TEST_CASE("a replayed, foreign or misdirected hello credential is refused", "[se
   Conn misdirected(rig.port());
   CHECK_THAT(misdirected.ask(elsewhere.line),
              Contains("unauthenticated") && Contains("Unauthorized"));
+  CHECK(rig.sessions("opened") == 1);
+  CHECK(rig.sessions("failed") == 4);
 }
 
 TEST_CASE("a v1 request is refused with the upgrade rule", "[server][session]") {

@@ -31,6 +31,7 @@ using ar::test::outcome;
 struct ServiceRig : ar::test::Fakes {
   std::unique_ptr<ar::Store> store;
   std::unique_ptr<ar::NodeKeeper> keeper;
+  std::unique_ptr<ar::Verdicts> verdicts;
   std::unique_ptr<ar::Service> service;
   int wakes = 0;
 
@@ -42,8 +43,9 @@ struct ServiceRig : ar::test::Fakes {
     config.local_restart_command = {"/bin/restart", "{node}"};
     store = std::make_unique<ar::Store>(dir.path, clock);
     keeper = std::make_unique<ar::NodeKeeper>(*store, config, slurm, clock, prober, runner);
+    verdicts = std::make_unique<ar::Verdicts>(*store, reports, clock, config);
     service = std::make_unique<ar::Service>(
-        *store, slurm, clock, [this] { ++wakes; }, reports, keeper.get(), &config);
+        *store, slurm, clock, [this] { ++wakes; }, reports, *verdicts, keeper.get(), &config);
     // The keeper has looked once: heartbeats for known nodes are taken.
     ar::NodeKeeper::NodeMap nodes;
     for (const auto& n : slurm.load_nodes()) nodes[n.name] = &n;
@@ -140,7 +142,7 @@ TEST_CASE("a heartbeat is taken only from its node's address, and only once the 
   // A keeper that has not looked at the nodes yet.
   ar::NodeKeeper fresh(*rig.store, rig.config, rig.slurm, rig.clock, rig.prober, rig.runner);
   ar::Service service(
-      *rig.store, rig.slurm, rig.clock, [] {}, rig.reports, &fresh, &rig.config);
+      *rig.store, rig.slurm, rig.clock, [] {}, rig.reports, *rig.verdicts, &fresh, &rig.config);
   const auto request = ar::proto::parse_request(ar::proto::make_request(8, "heartbeat", node2));
   reply = json::parse(service.handle(request, kRoot, "127.0.0.12"));
   CHECK(outcome(reply) == "unavailable");
@@ -511,7 +513,7 @@ TEST_CASE("srun hears give_up at the step's deadline while the store cannot writ
     }
     CHECK(rig.store->find("r", 0)->state == state);  // nothing was stored
     const auto text = log.text();
-    CHECK(ar::test::lines_with(text, "cannot store its give_up") == 1);
+    CHECK(ar::test::lines_with(text, "its give_up cannot be stored") == 1);
     CHECK(ar::test::lines_with(text, "cannot store that srun says it ended") ==
           (state == ar::StepState::registered ? 1 : 0));
   }

@@ -45,7 +45,7 @@ struct ReportRig : ar::test::EngineRig {
 
   ReportRig() {
     service = std::make_unique<ar::Service>(
-        *store, slurm, clock, [this] { ++wakes; }, reports, keeper.get(), &config);
+        *store, slurm, clock, [this] { ++wakes; }, reports, *verdicts, keeper.get(), &config);
     protect();
   }
   json ask(const std::string& op, json fields, uid_t caller) {
@@ -279,4 +279,41 @@ TEST_CASE("the reports kept are bounded: the oldest step's go first", "[tasks_ex
   CHECK_FALSE(reports.all_clean("s1", {}));
   reports.forget("s1");
   CHECK_FALSE(reports.all_clean("s1", hosts));
+}
+
+TEST_CASE("a repair that srun hears given up at its deadline is cleared by the engine, once",
+          "[service][engine][limits]") {
+  // The server and the engine decide through one Verdicts: whichever finds
+  // the repair past repair_timeout first, the give_up is stored once, the
+  // job's AdminComment tells it, and the engine cancels the old step and
+  // the pending helper job.
+  for (const bool server_first : {true, false}) {
+    INFO((server_first ? "srun asks first" : "the engine looks first"));
+    ReportRig rig;
+    rig.config.repair_timeout = 60s;
+    rig.fault_with_pending_helper();  // helper job 5000 pending for node5
+    const auto count = [&](const std::string& update) {
+      return std::count(rig.slurm.updates.begin(), rig.slurm.updates.end(), update);
+    };
+    const auto kills = count("kill_step 10.0");
+    rig.clock.advance(61s);
+    if (!server_first) rig.engine->tick();
+    const auto reply = rig.ask("verdict", {{"run_id", "r"}, {"attempt", 0}}, kOwner)["result"];
+    CHECK(reply["verdict"] == "give_up");
+    CHECK(reply["message"] ==
+          "the repair did not finish within repair_timeout=60 s (it got to 'replaced')");
+    if (server_first) {
+      CHECK(count("cancel 5000") == 0);  // the server asks slurmctld nothing
+      rig.engine->tick();
+    }
+    CHECK(rig.step().verdict == Verdict::give_up);
+    CHECK(count("cancel 5000") == 1);
+    CHECK(count("kill_step 10.0") == kills + 1);
+    rig.engine->tick();
+    rig.ask("verdict", {{"run_id", "r"}, {"attempt", 0}}, kOwner);
+    CHECK(count("cancel 5000") == 1);  // once
+    CHECK(std::ranges::count(rig.kinds(), "give_up") == 1);
+    CHECK(rig.slurm.jobs.at(10).admin_comment.find("attempt 0: node3 failed, give_up: ") !=
+          std::string::npos);
+  }
 }

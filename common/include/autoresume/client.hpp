@@ -80,6 +80,10 @@ class Client {
   // The result of `op` with `fields`, as send.
   proto::json call(std::string_view op, proto::json fields);
 
+  // The deadline of the calls from now on (ClientOptions::timeout); the
+  // session stays.
+  void set_timeout(std::chrono::milliseconds timeout) { options_.timeout = timeout; }
+
  private:
   // Connects and opens a session by `deadline`.
   void open(net::Clock::time_point deadline);

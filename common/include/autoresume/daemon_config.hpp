@@ -206,7 +206,7 @@ struct DaemonConfig {
   // processes) and privileged_connections only for root's and SlurmUser's.
   std::chrono::milliseconds auth_timeout{5'000};
   unsigned max_unauthenticated = 128;
-  unsigned max_user_connections = 64;
+  unsigned max_user_connections = 1024;  // each protected srun holds one
   unsigned reserved_fds = 128;
   unsigned privileged_connections = 128;
 
