@@ -7,6 +7,7 @@ extern "C" {
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
@@ -16,8 +17,21 @@ namespace ar::slurm {
 
 namespace {
 
+// libslurm's errors for a slurmctld it could not reach, or that did not
+// answer within MessageTimeout.
+bool unreachable(int error) {
+  return (error >= SLURM_COMMUNICATIONS_CONNECTION_ERROR &&
+          error <= SLURM_COMMUNICATIONS_SHUTDOWN_ERROR) ||
+         (error >= SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR &&
+          error <= SLURMCTLD_COMMUNICATIONS_SHUTDOWN_ERROR) ||
+         (error >= SLURM_PROTOCOL_SOCKET_IMPL_ZERO_RECV_LENGTH &&
+          error <= SLURM_PROTOCOL_SOCKET_ZERO_BYTES_SENT) ||
+         error == ETIMEDOUT || error == ECONNREFUSED;
+}
+
 [[noreturn]] void fail(const std::string& what) {
   const int error = slurm_get_errno();
+  if (unreachable(error)) throw SlurmUnreachable(what + ": " + slurm_strerror(error), error);
   throw SlurmError(what + ": " + slurm_strerror(error), error);
 }
 

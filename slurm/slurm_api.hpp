@@ -28,6 +28,13 @@ class SlurmError : public std::runtime_error {
   int errno_value_;
 };
 
+// slurmctld could not be reached or did not answer in time (libslurm's
+// communication and socket errors): a call made now would wait the same.
+class SlurmUnreachable : public SlurmError {
+ public:
+  using SlurmError::SlurmError;
+};
+
 // A helper job whose link to the job it expands is gone: Slurm 22.05 does
 // not save that link, so a restarted slurmctld refuses the merge ("Node
 // count specification invalid"). Another helper is needed.

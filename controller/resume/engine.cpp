@@ -167,6 +167,17 @@ void Engine::tick() {
     try {
       advance(step, nodes);
       last_error_.erase(k);
+    } catch (const slurm::SlurmUnreachable& e) {
+      // slurmctld went away during this look (a call waited MessageTimeout
+      // for nothing): the other steps would wait the same. They go on at
+      // the first look whose read slurmctld answers.
+      if (last_error_[k] != e.what()) {
+        last_error_[k] = e.what();
+        log::warn("step {} ({}): {}; the other steps wait for slurmctld", k,
+                  step.phase == RepairPhase::none ? name_of(step.state) : name_of(step.phase),
+                  e.what());
+      }
+      break;
     } catch (const DecidedMeanwhile&) {
       // Cancelled by its srun while this tick worked on it: a helper job
       // submitted meanwhile is not in the stored repair; find it by name.

@@ -327,6 +327,8 @@ void Engine::mark_failed(const std::vector<FailedNode>& failed, const slurm::Job
     if (!engine_marks(f, job)) continue;
     try {
       slurm_.set_node_fail(f.node, mark_reason(f, job));
+    } catch (const slurm::SlurmUnreachable&) {
+      throw;  // every next call would wait the same: the write is tried again
     } catch (const slurm::SlurmError& e) {
       notes.push_back(e.what());  // the node may be gone from slurm.conf: the step matters
     }
@@ -347,6 +349,8 @@ std::vector<std::string> Engine::down_released(const std::vector<FailedNode>& fa
       // replaces the node by it): a frozen node's abort is resent too.
       slurm_.set_node_down(f.node, engine_marks(f, job) ? mark_reason(f, job) : node->reason);
       downed.push_back(f.node);
+    } catch (const slurm::SlurmUnreachable&) {
+      throw;
     } catch (const slurm::SlurmError& e) {
       notes.push_back(e.what());
     }

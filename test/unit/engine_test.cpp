@@ -637,6 +637,26 @@ TEST_CASE("a slurmctld slow to take one repair's FAIL mark holds up no other job
         "DOWN: node3; step 10.0 cancelled");
 }
 
+TEST_CASE("slurmctld gone during a look: the other steps wait for the next look, not a call each",
+          "[engine][writes]") {
+  Rig rig(8);
+  rig.config.backoff = 0ms;
+  rig.protect();  // job 10 on node1-4
+  protect_other(rig, {"node5", "node6"});
+  // The look's read is in; then slurmctld stops answering: the first
+  // repair's mark waits MessageTimeout for nothing.
+  rig.slurm.marks_unreachable = {"node3", "node6"};
+  rig.slurm.nodes["node3"].down = true;
+  rig.slurm.nodes["node6"].down = true;
+  rig.engine->tick();
+  CHECK(rig.slurm.unreachable_marks == 1);  // not one per step
+  rig.slurm.marks_unreachable.clear();
+  CHECK(rig.tick_until([&] {
+    return rig.step().verdict == Verdict::relaunch &&
+           rig.store->find("r2", 0).value().verdict == Verdict::relaunch;
+  }));
+}
+
 TEST_CASE("a stopped expand helper submit holds up no tick: another job's repair goes on",
           "[engine][submits]") {
   Rig rig(8);

@@ -53,7 +53,7 @@ void ManualClock::reboot(std::chrono::milliseconds down) {
 
 std::unique_lock<std::recursive_mutex> FakeSlurm::check_reachable() const {
   std::unique_lock lock(calls_mutex_);
-  if (!reachable) throw slurm::SlurmError("Unable to contact slurm controller (fake)", 1);
+  if (!reachable) throw slurm::SlurmUnreachable("Unable to contact slurm controller (fake)", 1);
   return lock;
 }
 
@@ -199,6 +199,10 @@ std::map<std::string, std::vector<std::string>> FakeSlurm::reservations() {
 void FakeSlurm::set_node_fail(const std::string& name, const std::string& reason) {
   if (name == fail_marks_of) fail_marks.pass();
   const auto held = check_reachable();
+  if (marks_unreachable.contains(name)) {
+    ++unreachable_marks;
+    throw slurm::SlurmUnreachable("slurmctld went away (fake)", 1);
+  }
   auto& n = node(name);
   n.fail = true;
   n.reason = reason;

@@ -121,6 +121,10 @@ class FakeSlurm final : public slurm::SlurmApi {
   // slurmctld slow to take one repair's mark).
   Hold fail_marks;
   std::string fail_marks_of;
+  // set_node_fail of these nodes finds slurmctld gone (SlurmUnreachable),
+  // each try counted in `unreachable_marks`.
+  std::set<std::string> marks_unreachable;
+  int unreachable_marks = 0;
   // Whether an update starting with `prefix` was made.
   bool updated(const std::string& prefix) const;
 
