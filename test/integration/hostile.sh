@@ -157,12 +157,15 @@ stays_calm() {
 # Jobs. hold.sh NAME: each task adds a line to NAME.started, then waits for
 # NAME.finish (at most 240 s).
 make_scripts() {
-  cat >"$WORK/hold.sh" <<'SCRIPT'
+  cat >"$WORK/hold.sh" <<SCRIPT
 #!/bin/bash
+$NAP_LINES
+SCRIPT
+  cat >>"$WORK/hold.sh" <<'SCRIPT'
 echo "attempt=${AUTO_RESUME_ATTEMPT:-none} rank=$SLURM_PROCID node=$SLURMD_NODENAME" >>"$1.started"
 for ((i = 0; i < 1200; i++)); do
   [[ -f $1.finish ]] && exit 0
-  sleep 0.2
+  nap 0.2
 done
 exit 1
 SCRIPT

@@ -27,6 +27,19 @@ fail() {
   printf 'FAIL [%s]: %s\n' "$TEST_NAME" "$*" >&2
   exit 1
 }
+
+# nap SECONDS: a pause without a process. The suite's polls (wait_until,
+# the stand-in tasks' loops) ran /usr/bin/sleep up to 40 times a second per
+# test, and each fork and exec is CPU the tests beside it wait for on CI's 2
+# cores. `read -t` on a pipe that no one writes to waits in bash itself.
+exec {NAP_FD}<> <(:)
+nap() { read -rt "$1" -u "$NAP_FD" || true; }
+# The same, for the scripts the tests write for their jobs' tasks (which
+# do not source this file): NAP_LINES defines nap there.
+# shellcheck disable=SC2016 # expanded where the task's script runs
+NAP_LINES='exec {NAP_FD}<> <(:)
+nap() { read -rt "$1" -u "$NAP_FD" || true; }'
+
 note() { printf '[%s] %s\n' "$TEST_NAME" "$*"; }
 
 # A short directory of this test's own: Slurm's socket paths under it must fit.
@@ -319,7 +332,7 @@ _controller_gone() {
   kill -TERM "$1" 2>/dev/null || return 0
   local deadline=$((SECONDS + 30))
   while kill -0 "$1" 2>/dev/null && [[ $(ps -o stat= -p "$1") != Z* ]] && ((SECONDS < deadline)); do
-    sleep 0.1
+    nap 0.1
   done
 }
 # controller_down: stop auto-resumed with SIGTERM; it must exit cleanly (under
@@ -374,7 +387,7 @@ wait_until() {
   local deadline=$((SECONDS + seconds))
   until "$@"; do
     ((SECONDS < deadline)) || fail "timed out after ${seconds}s waiting for: $what"
-    sleep 0.2
+    nap 0.2
   done
 }
 
@@ -448,17 +461,20 @@ live_pids() {
 # rank starts from the checkpoint and prints one line saying so. Past STEPS,
 # every rank waits while CKPT.hold exists (a test holds the step running).
 make_training_step() {
-  cat >"$WORK/step.sh" <<'SCRIPT'
+  cat >"$WORK/step.sh" <<SCRIPT
 #!/bin/bash
+$NAP_LINES
+SCRIPT
+  cat >>"$WORK/step.sh" <<'SCRIPT'
 ckpt=$1 steps=$2
 start=0
 [[ -f $ckpt ]] && start=$(<"$ckpt")
 echo "attempt=${AUTO_RESUME_ATTEMPT:-} restarts=${SLURM_RESTART_COUNT:-0} rank=$SLURM_PROCID node=$SLURMD_NODENAME nodes=${NODE_LIST:-} master=${MASTER_ADDR:-}:${MASTER_PORT:-} start=$start"
 for ((i = start + 1; i <= steps; i++)); do
-  sleep 0.25
+  nap 0.25
   if ((SLURM_PROCID == 0)); then echo "$i" >"$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; fi
 done
-while [[ -e $ckpt.hold ]]; do sleep 0.25; done
+while [[ -e $ckpt.hold ]]; do nap 0.25; done
 if ((SLURM_PROCID == 0)); then echo "done at step $steps"; fi
 SCRIPT
   chmod +x "$WORK/step.sh"
