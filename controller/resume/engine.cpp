@@ -167,17 +167,6 @@ void Engine::tick() {
     try {
       advance(step, nodes);
       last_error_.erase(k);
-    } catch (const slurm::SlurmUnreachable& e) {
-      // slurmctld went away during this look (a call waited MessageTimeout
-      // for nothing): the other steps would wait the same. They go on at
-      // the first look whose read slurmctld answers.
-      if (last_error_[k] != e.what()) {
-        last_error_[k] = e.what();
-        log::warn("step {} ({}): {}; the other steps wait for slurmctld", k,
-                  step.phase == RepairPhase::none ? name_of(step.state) : name_of(step.phase),
-                  e.what());
-      }
-      break;
     } catch (const DecidedMeanwhile&) {
       // Cancelled by its srun while this tick worked on it: a helper job
       // submitted meanwhile is not in the stored repair; find it by name.
@@ -185,17 +174,22 @@ void Engine::tick() {
       cancel_helpers(step);
     } catch (const std::exception& e) {
       // Retried at the next tick; said once while it persists.
+      const bool gone = dynamic_cast<const slurm::SlurmUnreachable*>(&e) != nullptr;
       if (last_error_[k] != e.what()) {
         last_error_[k] = e.what();
-        log::warn("step {} ({}): {}", k,
+        log::warn("step {} ({}): {}{}", k,
                   step.phase == RepairPhase::none ? name_of(step.state) : name_of(step.phase),
-                  e.what());
+                  e.what(), gone ? "; the other steps wait for slurmctld" : "");
         try {
           store_.add_event(step, {EventKind::error, e.what()});
         } catch (const std::exception&) {
           // the store's own trouble (its disk full): the line above says it
         }
       }
+      // slurmctld went away during this look (a call waited MessageTimeout
+      // for nothing): the other steps would wait the same. They go on at
+      // the first look whose read slurmctld answers.
+      if (gone) break;
     }
     // Another protected step of the same job, after this one, asks
     // slurmctld itself: this one's repair may have changed the job.

@@ -11,17 +11,15 @@
 
 namespace ar {
 
-namespace {
-
-// The step's nodes as slurmctld listed them when it was registered; none
-// if that list cannot be read (then no report completes it).
-std::vector<std::string> hosts_of(const StoredStep& step) {
+std::vector<std::string> registered_hosts(const StoredStep& step) {
   try {
     return slurm::expand_hostlist(step.step.nodelist);
   } catch (const std::exception&) {
     return {};
   }
 }
+
+namespace {
 
 void audit(const StoredStep& step, EventKind kind, const std::string& detail) {
   // Every decision is saved with its event: the audit line says for whom
@@ -47,7 +45,7 @@ bool Verdicts::decide(StoredStep& step, Verdict verdict, const std::string& mess
 
 bool Verdicts::clean_end(StoredStep& step) {
   const auto k = step.key();
-  const auto hosts = hosts_of(step);
+  const auto hosts = registered_hosts(step);
   if (!reports_.exits.all_clean(k, hosts)) return false;
   const auto message = fmt::format(
       "every node of step {}.{} ({}) reported its tasks exited 0; srun keeps the "

@@ -20,6 +20,10 @@
 
 namespace ar {
 
+// The step's nodes as slurmctld listed them when it was registered; none
+// if that list cannot be read (then no exit report completes it).
+std::vector<std::string> registered_hosts(const StoredStep& step);
+
 class Verdicts {
  public:
   Verdicts(Store& store, StepReports& reports, const Clock& clock, const DaemonConfig& config)

@@ -417,20 +417,6 @@ proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t
   return {step.step.run_id, step.step.attempt, step.verdict, step.message};
 }
 
-namespace {
-
-// The step's nodes as slurmctld listed them when it was registered; none
-// if that list cannot be read (then no report completes it).
-std::vector<std::string> hosts_of(const StoredStep& step) {
-  try {
-    return slurm::expand_hostlist(step.step.nodelist);
-  } catch (const std::exception&) {
-    return {};
-  }
-}
-
-}  // namespace
-
 std::optional<StoredStep> Service::reported_step(const proto::TasksExitedRequest& report) {
   for (auto& step : store_.job_steps(report.job_id)) {
     if (step.step.step_id != report.step_id ||
@@ -455,7 +441,7 @@ proto::TasksExitedReply Service::do_tasks_exited(const proto::TasksExitedRequest
   // The name comes from the step's environment, which its user may set;
   // the node's index in the step comes from Slurm: both must agree with
   // slurmctld's list of the step's nodes.
-  const auto hosts = hosts_of(*step);
+  const auto hosts = registered_hosts(*step);
   if (report.node_id >= hosts.size() || hosts[report.node_id] != report.node)
     return {false, fmt::format("{} is not node {} of {} ({}): not counted", report.node,
                                report.node_id, what, shortened(step->step.nodelist, 256))};
