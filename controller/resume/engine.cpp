@@ -516,6 +516,27 @@ std::vector<FailedNode> Engine::faults(const StoredStep& step, const slurm::JobI
   return found;
 }
 
+std::optional<std::string> Engine::lost_repair(const StoredStep& step, const slurm::JobInfo& job,
+                                               const std::vector<std::string>& released) {
+  for (const auto& earlier : store_.job_steps(step.step.job_id)) {
+    if (earlier.step.run_id != step.step.run_id || earlier.step.attempt >= step.step.attempt)
+      continue;
+    const auto& repair = earlier.repair;
+    std::vector<std::string> lost;
+    std::vector<std::string> back;
+    for (const auto& host : released)
+      if (contains(repair.merged, host)) lost.push_back(host);
+    for (const auto& host : repair.failed_nodes())
+      if (contains(job.hosts, host) && !contains(repair.replacements, host)) back.push_back(host);
+    if (!lost.empty() && !back.empty())
+      return fmt::format(
+          "out of job {}, with {} in it again: slurmctld restarted from a state saved before "
+          "attempt {}'s repair, which merged {}",
+          job.job_id, join(back, ", "), earlier.step.attempt, join(lost, ", "));
+  }
+  return std::nullopt;
+}
+
 void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job,
                          const std::vector<FailedNode>& failed) {
   const auto nodes = failed_nodes(failed);
@@ -582,6 +603,15 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   if (step.state == StepState::registered) job_hosts_[step.key()] = job->hosts;
   std::vector<std::string> released;
   auto found = faults(step, *job, nodes, released);
+  if (!released.empty()) {
+    if (const auto why = lost_repair(step, *job, released)) {
+      // Not a shrink: the nodes are at fault for this attempt (healthy, so
+      // neither marked nor banned as a replacement: instance 0), and the
+      // step is repaired on the job as slurmctld has it now.
+      for (const auto& host : released) found.push_back({host, *why, 0});
+      released.clear();
+    }
+  }
   if (found.empty() && !released.empty()) {
     decide(step, Verdict::no_fault,
            fmt::format("job {} was shrunk under step {}.{}: {} left it and Slurm shows {} "

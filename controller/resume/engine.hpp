@@ -122,6 +122,13 @@ class Engine {
   // and its cross-check allow; nothing while they do not.
   std::optional<std::string> probe_fault(const std::string& host, unsigned count);
   void advance(StoredStep& step, const NodeMap& nodes);
+  // Why the job's release of `released` (nodes of the step that left it)
+  // is a repair slurmctld lost, not a shrink: a node an earlier attempt's
+  // repair merged left the job while a node that repair took out is in it
+  // again (slurmctld restarted from a state saved before the repair, after
+  // the relaunch went out). Nothing if it is not.
+  std::optional<std::string> lost_repair(const StoredStep& step, const slurm::JobInfo& job,
+                                         const std::vector<std::string>& released);
   // A step past its decide_by gets give_up; false if it is not.
   bool overdue(StoredStep& step);
   // Nodes of the step at fault now, with why; records them for the repair.

@@ -35,13 +35,16 @@ CONTROLLER_CONF=$'backoff=1\nmax_attempts=10'
 controller_up
 
 # The step runs until $WORK/finish exists; rank 0 checkpoints its count.
-cat >step.sh <<'SCRIPT'
+cat >step.sh <<SCRIPT
 #!/bin/bash
+$NAP_LINES
+SCRIPT
+cat >>step.sh <<'SCRIPT'
 ckpt=$1 finish=$2 i=0
 [[ -f $ckpt ]] && i=$(<"$ckpt")
 echo "attempt=${AUTO_RESUME_ATTEMPT:-} restarts=${SLURM_RESTART_COUNT:-0} rank=$SLURM_PROCID node=$SLURMD_NODENAME start=$i"
 until [[ -e $finish ]]; do
-  sleep 0.25
+  nap 0.25
   i=$((i + 1))
   if ((SLURM_PROCID == 0)); then echo "$i" >"$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; fi
 done
@@ -135,6 +138,20 @@ else
   resumed 2 180
 fi
 note "a: attempt 2 running $((SECONDS - restarted)) s after the restart"
+# A slurmctld killed just after the relaunch may come back from a state
+# saved before the repair: the job on its failed node again, without the
+# merged one, while attempt 2 runs on the merged one (slurmctld kills its
+# task there). The controller repairs attempt 2 again, in place on the job
+# as slurmctld has it: one more relaunch (a CI run, 2026-12-05, once ended
+# the step no_fault as if the job had been shrunk).
+attempt=2
+attempt_nodes() { grep -o "attempt=$1 .* node=[^ ]*" step.out | sed 's/.* node=//' | sort -u | paste -sd,; }
+job_nodes() { scontrol show hostnames "$(job_field NodeList)" | sort | paste -sd,; }
+if [[ $(job_nodes) != "$(attempt_nodes 2)" ]]; then
+  note "a: slurmctld came back with job $job on $(job_nodes), attempt 2 on $(attempt_nodes 2): repaired again"
+  attempt=3
+  resumed 3 90
+fi
 
 # c. slurmctld SIGKILLed while the provider replaces the failed node: a
 # job fills the idle node, so the failed node's new instance is the only
@@ -154,7 +171,8 @@ wait_until 30 "the provider to be asked for $node" provider_asked_is "$node" $((
 restart_ctld --kill
 rm hold
 note "c: slurmctld SIGKILLed while the provider replaced $node"
-resumed 3 90
+attempt=$((attempt + 1))
+resumed "$attempt" 90
 scancel --name filler
 filler_ended() { [[ -z $(squeue -h -n filler -o %i) ]]; }
 wait_until 30 "the job filling the idle node to end" filler_ended
@@ -169,7 +187,8 @@ node=$(victim)
 "$CLUSTER_CMD" kill-node "$CLUSTER" "$node" >/dev/null
 # slurmctld queues the accounting meanwhile: the repair's one update of
 # the job (the shrink) and the helper's merge go through.
-resumed 4 90
+attempt=$((attempt + 1))
+resumed "$attempt" 90
 assert_eq "$(events error)" "$errors_before" "the controller's errors during the repair without slurmdbd"
 "$CLUSTER_CMD" start-slurmdbd "$CLUSTER" >/dev/null
 
@@ -179,11 +198,11 @@ cat job.out
 assert_eq "$(job_field JobState)" COMPLETED "the job's state"
 assert_eq "$(job_field Restarts)" 0 "the job's restart count"
 assert_contains job.out "^srun exit 0$" "the batch script's output"
-for attempt in 0 1 2 3 4; do
-  assert_eq "$(grep -c "attempt=$attempt " step.out)" 3 "tasks of attempt $attempt in step.out"
+for ((a = 0; a <= attempt; a++)); do
+  assert_eq "$(grep -c "attempt=$a " step.out)" 3 "tasks of attempt $a in step.out"
 done
 "$AR_CLI" events >events.txt
-assert_eq "$(grep -c "job $job [^ ]* relaunch: " events.txt)" 4 "relaunches of the job"
+assert_eq "$(grep -c "job $job [^ ]* relaunch: " events.txt)" "$attempt" "relaunches of the job"
 # The fault counts of this test, as faults.counts will add them up.
 python3 "$AR_SOURCE_DIR/test/integration/fault_counts.py" record "$WORK" "$CLUSTER" "$TEST_NAME" counts
 assert_eq "$(cat "counts/$TEST_NAME.json")" '{"healthy_marked": [], "wrong_relaunches": [], "steps_lost": []}' \

@@ -299,6 +299,50 @@ TEST_CASE(
   CHECK(rig.step().repair.relaunch.value().nodelist == "node[1-2,4-5]");
 }
 
+TEST_CASE(
+    "a relaunched attempt whose repair a restarted slurmctld lost is repaired again, not ended as "
+    "a shrink",
+    "[engine][slurm_restart]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().verdict == Verdict::relaunch);
+  REQUIRE(rig.step().repair.relaunch.value().nodelist == "node[1-2,4-5]");
+  // Attempt 1 runs on the repaired job; node3 is back as a new instance.
+  rig.slurm.add_step(10, 1, "node[1-2,4-5]");
+  ar::proto::StepRegistration next;
+  next.job_id = 10;
+  next.step_id = 1;
+  next.run_id = "r";
+  next.attempt = 1;
+  next.argv = {"srun", "--auto-resume=1", "train"};
+  next.cwd = "/w";
+  next.nodelist = "node[1-2,4-5]";
+  REQUIRE(rig.store->register_step(next, 1000) == ar::Store::Insert::created);
+  auto& node3 = rig.slurm.nodes["node3"];
+  node3.down = node3.fail = false;
+  node3.slurmd_start_time += 100;
+  rig.engine->tick();
+  REQUIRE(rig.step(1).state == StepState::registered);
+  // slurmctld SIGKILLed just after the relaunch, restarted from a state
+  // saved before the repair: the job on node1-4 again, node5 out of it.
+  auto& job = rig.slurm.jobs.at(10);
+  job.hosts = {"node1", "node2", "node3", "node4"};
+  job.nodes = "node[1-4]";
+  rig.slurm.updates.clear();
+  rig.engine->tick();
+  CHECK(rig.last_detail("detected") ==
+        "step 10.1 attempt 1: node5: out of job 10, with node3 in it again: slurmctld restarted "
+        "from a state saved before attempt 0's repair, which merged node5");
+  CHECK_FALSE(rig.has_event("no_fault"));
+  CHECK_FALSE(rig.slurm.updated("fail node5"));  // healthy: not marked
+  // In place, on the job as slurmctld has it, after the relaunch's backoff.
+  CHECK(rig.tick_until([&] { return rig.step(1).state == StepState::decided; }, 5s));
+  CHECK(rig.step(1).verdict == Verdict::relaunch);
+  CHECK(rig.step(1).repair.relaunch.value().nodelist == "node[1-4]");
+}
+
 TEST_CASE("a helper a restarted slurmctld no longer links to the job is replaced by a new one",
           "[engine][slurm_restart]") {
   Rig rig;
