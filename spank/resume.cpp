@@ -59,11 +59,10 @@ __attribute__((format(printf, 1, 2))) void say(const char* format, ...) {
   funlockfile(stderr);
 }
 
-// Sends `request`; the controller's typed reply. Throws ClientError (with a
-// refusal's code and message), ProtocolError (a malformed reply) or
-// MungeError.
-// On srun's session with the controller; each call within `timeout` (0:
-// connect_timeout).
+// Sends `request` on srun's session with the controller, within `timeout`
+// (0: connect_timeout); the controller's typed reply. Throws ClientError
+// (with a refusal's code and message), ProtocolError (a malformed reply)
+// or MungeError.
 template <typename Request>
 typename Request::Reply ask(const PluginConfig& config, const Request& request,
                             std::chrono::milliseconds timeout = 0ms) {

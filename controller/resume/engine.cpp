@@ -526,13 +526,24 @@ std::optional<std::string> Engine::lost_repair(const StoredStep& step, const slu
     std::vector<std::string> back;
     for (const auto& host : released)
       if (contains(repair.merged, host)) lost.push_back(host);
+    if (lost.empty()) continue;
     for (const auto& host : repair.failed_nodes())
       if (contains(job.hosts, host) && !contains(repair.replacements, host)) back.push_back(host);
-    if (!lost.empty() && !back.empty())
-      return fmt::format(
-          "out of job {}, with {} in it again: slurmctld restarted from a state saved before "
-          "attempt {}'s repair, which merged {}",
-          job.job_id, join(back, ", "), earlier.step.attempt, join(lost, ", "));
+    // The job as slurmctld saved it before the merge (or before the whole
+    // repair): a node taken out is back, or the step that ran on the
+    // merged node is unknown to it. A shrink by hand leaves the step.
+    std::string sign;
+    if (!back.empty())
+      sign = fmt::format("with {} in it again", join(back, ", "));
+    else if (!step_listed(step.step.job_id, step.step.step_id))
+      sign =
+          fmt::format("and step {}.{} unknown to slurmctld", step.step.job_id, step.step.step_id);
+    else
+      continue;
+    return fmt::format(
+        "out of job {}, {}: slurmctld restarted from a state saved before attempt {}'s repair, "
+        "which merged {}",
+        job.job_id, sign, earlier.step.attempt, join(lost, ", "));
   }
   return std::nullopt;
 }

@@ -125,8 +125,9 @@ class Engine {
   // Why the job's release of `released` (nodes of the step that left it)
   // is a repair slurmctld lost, not a shrink: a node an earlier attempt's
   // repair merged left the job while a node that repair took out is in it
-  // again (slurmctld restarted from a state saved before the repair, after
-  // the relaunch went out). Nothing if it is not.
+  // again, or while slurmctld no longer lists the step (slurmctld restarted
+  // from a state saved before the merge, after the relaunch went out).
+  // Nothing if it is not.
   std::optional<std::string> lost_repair(const StoredStep& step, const slurm::JobInfo& job,
                                          const std::vector<std::string>& released);
   // A step past its decide_by gets give_up; false if it is not.

@@ -139,9 +139,9 @@ else
 fi
 note "a: attempt 2 running $((SECONDS - restarted)) s after the restart"
 # A slurmctld killed just after the relaunch may come back from a state
-# saved before the repair: the job on its failed node again, without the
-# merged one, while attempt 2 runs on the merged one (slurmctld kills its
-# task there). The controller repairs attempt 2 again, in place on the job
+# saved before the repair (the job on its failed node again) or before the
+# merge: the job without the merged node, while attempt 2 runs on it
+# (slurmctld kills its task there). The controller repairs attempt 2 again, in place on the job
 # as slurmctld has it: one more relaunch (a CI run, 2026-12-05, once ended
 # the step no_fault as if the job had been shrunk).
 attempt=2

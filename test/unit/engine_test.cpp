@@ -325,22 +325,47 @@ TEST_CASE(
   node3.slurmd_start_time += 100;
   rig.engine->tick();
   REQUIRE(rig.step(1).state == StepState::registered);
-  // slurmctld SIGKILLed just after the relaunch, restarted from a state
-  // saved before the repair: the job on node1-4 again, node5 out of it.
   auto& job = rig.slurm.jobs.at(10);
-  job.hosts = {"node1", "node2", "node3", "node4"};
-  job.nodes = "node[1-4]";
   rig.slurm.updates.clear();
-  rig.engine->tick();
-  CHECK(rig.last_detail("detected") ==
-        "step 10.1 attempt 1: node5: out of job 10, with node3 in it again: slurmctld restarted "
-        "from a state saved before attempt 0's repair, which merged node5");
-  CHECK_FALSE(rig.has_event("no_fault"));
-  CHECK_FALSE(rig.slurm.updated("fail node5"));  // healthy: not marked
-  // In place, on the job as slurmctld has it, after the relaunch's backoff.
-  CHECK(rig.tick_until([&] { return rig.step(1).state == StepState::decided; }, 5s));
-  CHECK(rig.step(1).verdict == Verdict::relaunch);
-  CHECK(rig.step(1).repair.relaunch.value().nodelist == "node[1-4]");
+  SECTION("slurmctld restarted from a state saved before the repair") {
+    // SIGKILLed just after the relaunch: the job on node1-4 again, node5
+    // out of it.
+    job.hosts = {"node1", "node2", "node3", "node4"};
+    job.nodes = "node[1-4]";
+    rig.engine->tick();
+    CHECK(rig.last_detail("detected") ==
+          "step 10.1 attempt 1: node5: out of job 10, with node3 in it again: slurmctld restarted "
+          "from a state saved before attempt 0's repair, which merged node5");
+    CHECK_FALSE(rig.has_event("no_fault"));
+    CHECK_FALSE(rig.slurm.updated("fail node5"));  // healthy: not marked
+    // In place, on the job as slurmctld has it, after the relaunch's backoff.
+    CHECK(rig.tick_until([&] { return rig.step(1).state == StepState::decided; }, 5s));
+    CHECK(rig.step(1).verdict == Verdict::relaunch);
+    CHECK(rig.step(1).repair.relaunch.value().nodelist == "node[1-4]");
+  }
+  SECTION("slurmctld restarted from a state saved after the shrink, before the merge") {
+    // The job on node1-2,4; the relaunched step unknown to it.
+    job.hosts = {"node1", "node2", "node4"};
+    job.nodes = "node[1-2,4]";
+    rig.slurm.steps.erase({10, 1});
+    rig.engine->tick();
+    CHECK(rig.last_detail("detected") ==
+          "step 10.1 attempt 1: node5: out of job 10, and step 10.1 unknown to slurmctld: "
+          "slurmctld restarted from a state saved before attempt 0's repair, which merged node5");
+    CHECK_FALSE(rig.has_event("no_fault"));
+    CHECK_FALSE(rig.slurm.updated("fail node5"));
+    // A node joins the job again for the step's 4.
+    CHECK(rig.tick_until([&] { return rig.step(1).state == StepState::decided; }, 5s));
+    CHECK(rig.step(1).verdict == Verdict::relaunch);
+    CHECK(rig.slurm.jobs.at(10).hosts.size() == 4);
+  }
+  SECTION("a shrink by hand of the merged node, the step still listed, is no lost repair") {
+    job.hosts = {"node1", "node2", "node4"};
+    job.nodes = "node[1-2,4]";
+    rig.engine->tick();
+    CHECK(rig.step(1).verdict == Verdict::no_fault);
+    CHECK(rig.slurm.updates.empty());
+  }
 }
 
 TEST_CASE("a helper a restarted slurmctld no longer links to the job is replaced by a new one",
