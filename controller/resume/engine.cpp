@@ -742,10 +742,7 @@ void Engine::tell_job(const StoredStep& step) {
 
 void Engine::save(StoredStep& step, EventKind kind, const std::string& detail) {
   if (!store_.save(step, EventSpec{kind, detail})) throw DecidedMeanwhile{};
-  // Every root action of a repair is saved with its event: the audit line
-  // says for whom (the uid that registered the run).
-  log::audit({step.uid, "register", step.step.run_id}, name_of(kind),
-             fmt::format("job {}: {}", step.step.job_id, detail));
+  audit_step(step, kind, detail);  // every root action of a repair is saved with its event
 }
 
 }  // namespace ar

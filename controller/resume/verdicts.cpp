@@ -19,16 +19,10 @@ std::vector<std::string> registered_hosts(const StoredStep& step) {
   }
 }
 
-namespace {
-
-void audit(const StoredStep& step, EventKind kind, const std::string& detail) {
-  // Every decision is saved with its event: the audit line says for whom
-  // (the uid that registered the run).
+void audit_step(const StoredStep& step, EventKind kind, const std::string& detail) {
   log::audit({step.uid, "register", step.step.run_id}, name_of(kind),
              fmt::format("job {}: {}", step.step.job_id, detail));
 }
-
-}  // namespace
 
 bool Verdicts::decide(StoredStep& step, Verdict verdict, const std::string& message) {
   auto decided = step;
@@ -39,7 +33,7 @@ bool Verdicts::decide(StoredStep& step, Verdict verdict, const std::string& mess
   if (!store_.save(decided, EventSpec{kind, message})) return false;
   step = std::move(decided);
   reports_.exits.forget(step.key());
-  audit(step, kind, message);
+  audit_step(step, kind, message);
   return true;
 }
 
@@ -63,7 +57,7 @@ bool Verdicts::clean_end(StoredStep& step) {
     return false;
   }
   reports_.exits.forget(k);
-  audit(step, EventKind::no_fault, message);
+  audit_step(step, EventKind::no_fault, message);
   return true;
 }
 

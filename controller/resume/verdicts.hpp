@@ -24,6 +24,10 @@ namespace ar {
 // if that list cannot be read (then no exit report completes it).
 std::vector<std::string> registered_hosts(const StoredStep& step);
 
+// The audit line of a step's event (a repair's root action, a verdict):
+// for whom, the uid that registered the run.
+void audit_step(const StoredStep& step, EventKind kind, const std::string& detail);
+
 class Verdicts {
  public:
   Verdicts(Store& store, StepReports& reports, const Clock& clock, const DaemonConfig& config)

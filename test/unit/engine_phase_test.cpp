@@ -238,17 +238,7 @@ class PhaseRun {
 
   // srun relaunched the step as attempt 2 (step 10.2) on the repaired job.
   void register_next() {
-    const std::string nodelist = rig_.step(1).repair.relaunch.value().nodelist;
-    rig_.slurm.add_step(10, 2, nodelist);
-    ar::proto::StepRegistration next;
-    next.job_id = 10;
-    next.step_id = 2;
-    next.run_id = "r";
-    next.attempt = 2;
-    next.argv = {"srun", "--auto-resume=1", "train"};
-    next.cwd = "/w";
-    next.nodelist = nodelist;
-    REQUIRE(rig_.store->register_step(next, 1000) == ar::Store::Insert::created);
+    rig_.register_attempt(2, 2, rig_.step(1).repair.relaunch.value().nodelist);
     rig_.engine->tick();
     REQUIRE(rig_.step(2).state == StepState::registered);
   }

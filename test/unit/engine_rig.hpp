@@ -39,7 +39,12 @@ struct EngineRig : ar::test::Fakes {
   // Job 10 of uid 1000 on node1-4, its step 10.0 protected as run "r".
   void protect(std::uint32_t attempt = 0, std::uint32_t step_id = 0) {
     slurm.add_job(10, 1000, {"node1", "node2", "node3", "node4"});
-    slurm.add_step(10, step_id, "node[1-4]");
+    register_attempt(attempt, step_id, "node[1-4]");
+  }
+  // Step 10.STEP_ID of job 10 runs on `nodelist`, registered as attempt
+  // ATTEMPT of run "r" (as srun registers a relaunch).
+  void register_attempt(std::uint32_t attempt, std::uint32_t step_id, const std::string& nodelist) {
+    slurm.add_step(10, step_id, nodelist);
     ar::proto::StepRegistration step;
     step.job_id = 10;
     step.step_id = step_id;
@@ -47,7 +52,7 @@ struct EngineRig : ar::test::Fakes {
     step.attempt = attempt;
     step.argv = {"srun", "--auto-resume=1", "train"};
     step.cwd = "/w";
-    step.nodelist = "node[1-4]";
+    step.nodelist = nodelist;
     REQUIRE(store->register_step(step, 1000) == ar::Store::Insert::created);
   }
   ar::StoredStep step(std::uint32_t attempt = 0) { return store->find("r", attempt).value(); }

@@ -310,16 +310,7 @@ TEST_CASE(
   REQUIRE(rig.step().verdict == Verdict::relaunch);
   REQUIRE(rig.step().repair.relaunch.value().nodelist == "node[1-2,4-5]");
   // Attempt 1 runs on the repaired job; node3 is back as a new instance.
-  rig.slurm.add_step(10, 1, "node[1-2,4-5]");
-  ar::proto::StepRegistration next;
-  next.job_id = 10;
-  next.step_id = 1;
-  next.run_id = "r";
-  next.attempt = 1;
-  next.argv = {"srun", "--auto-resume=1", "train"};
-  next.cwd = "/w";
-  next.nodelist = "node[1-2,4-5]";
-  REQUIRE(rig.store->register_step(next, 1000) == ar::Store::Insert::created);
+  rig.register_attempt(1, 1, "node[1-2,4-5]");
   auto& node3 = rig.slurm.nodes["node3"];
   node3.down = node3.fail = false;
   node3.slurmd_start_time += 100;
@@ -651,11 +642,17 @@ static void protect_other(Rig& rig, const std::vector<std::string>& hosts) {
   REQUIRE(rig.store->register_step(other, 1000) == ar::Store::Insert::created);
 }
 
+// Job 10 on node1-4 and job 20 on node5-6, each with a protected step,
+// relaunched without a backoff.
+static void two_jobs(Rig& rig) {
+  rig.config.backoff = 0ms;
+  rig.protect();
+  protect_other(rig, {"node5", "node6"});
+}
+
 TEST_CASE("a slow AdminComment update holds up no other job's repair", "[engine][outbox]") {
   Rig rig(8);
-  rig.config.backoff = 0ms;
-  rig.protect();  // job 10 on node1-4
-  protect_other(rig, {"node5", "node6"});
+  two_jobs(rig);
   rig.engine->outbox().start();
   // slurmctld takes its time with AdminComment updates (without slurmdbd
   // it refuses each after 5 s).
@@ -679,9 +676,7 @@ TEST_CASE("a slow AdminComment update holds up no other job's repair", "[engine]
 TEST_CASE("a slurmctld slow to take one repair's FAIL mark holds up no other job's repair",
           "[engine][writes]") {
   Rig rig(8);
-  rig.config.backoff = 0ms;
-  rig.protect();  // job 10 on node1-4
-  protect_other(rig, {"node5", "node6"});
+  two_jobs(rig);
   rig.engine->start_writes();
   rig.slurm.fail_marks_of = "node3";
   rig.slurm.fail_marks.set(true);
@@ -709,9 +704,7 @@ TEST_CASE("a slurmctld slow to take one repair's FAIL mark holds up no other job
 TEST_CASE("slurmctld gone during a look: the other steps wait for the next look, not a call each",
           "[engine][writes]") {
   Rig rig(8);
-  rig.config.backoff = 0ms;
-  rig.protect();  // job 10 on node1-4
-  protect_other(rig, {"node5", "node6"});
+  two_jobs(rig);
   // The look's read is in; then slurmctld stops answering: the first
   // repair's mark waits MessageTimeout for nothing.
   rig.slurm.marks_unreachable = {"node3", "node6"};
