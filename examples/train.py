@@ -17,6 +17,12 @@ renamed over the old one, so a node that dies mid-write leaves the previous
 checkpoint intact. At start every rank loads the checkpoint if there is one,
 so CHECKPOINT_DIR must be a folder that all nodes share.
 
+Every rank beats for auto-resume's hang watch after each step (and announces
+each checkpoint save as a slow section): auto_resume_progress.py, beside this
+file. SIGUSR1 prints every rank's Python stacks to stderr (faulthandler), as
+srun --auto-resume-hang-signal=USR1 asks before a hung step is cancelled.
+--hang-at-step makes one rank stop for good at a step, to try the hang watch.
+
 What rank 0 prints (one line each, stdout, flushed at once):
   world size W, master ADDR:PORT[, attempt A][, nodes NODE_LIST]
   starting from step 0              (no checkpoint yet)
@@ -27,9 +33,13 @@ What rank 0 prints (one line each, stdout, flushed at once):
 
 import argparse
 import datetime
+import faulthandler
 import os
+import signal
 import sys
 import time
+
+from auto_resume_progress import beat, section
 
 
 def positive_int(text):
@@ -74,6 +84,15 @@ def parse_args(argv):
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the model's initial weights and of "
                              "the data (default 0)")
+    parser.add_argument("--hang-at-step", type=positive_int, metavar="N",
+                        help="rank --hang-rank stops for good once step N is "
+                             "done, before it says so (the others block in "
+                             "the next all_reduce): a hung collective")
+    parser.add_argument("--hang-rank", type=int, default=0, metavar="R",
+                        help="the rank that hangs (default 0)")
+    parser.add_argument("--hang-once", action="store_true",
+                        help="hang only in the first run that reaches the "
+                             "step (a file in --checkpoint-dir remembers)")
     parser.add_argument("--check-args", action="store_true",
                         help="check the arguments and exit, without torch "
                              "(train_auto_resume.sh does, before torchrun)")
@@ -143,6 +162,7 @@ def main(argv):
         return 0
     env = torchrun_env()
     rank, world_size = int(env["RANK"]), int(env["WORLD_SIZE"])
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     def say(text):
         if rank == 0:
@@ -192,12 +212,23 @@ def main(argv):
         loss_fn = torch.nn.MSELoss()
 
         def checkpoint():
-            if rank == 0:
-                save_checkpoint(torch, path, {
-                    "step": step, "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "world_size": world_size, "seed": args.seed})
-            dist.barrier()  # nobody goes on (or ends) before it is on disk
+            with section("checkpoint", 600):
+                if rank == 0:
+                    save_checkpoint(torch, path, {
+                        "step": step, "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "world_size": world_size, "seed": args.seed})
+                dist.barrier()  # nobody goes on (or ends) before it is on disk
+
+        def hang_now():
+            if args.hang_at_step != step or args.hang_rank != rank:
+                return False
+            marker = os.path.join(args.checkpoint_dir, f"hung-at-{step}")
+            if args.hang_once and os.path.exists(marker):
+                return False
+            open(marker, "w").close()
+            print(f"rank {rank} hangs at step {step}", file=sys.stderr, flush=True)
+            return True
 
         if step >= args.steps:
             say(f"checkpoint of step {step} is already at --steps {args.steps}: "
@@ -211,6 +242,10 @@ def main(argv):
             step += 1
             if args.step_seconds:
                 time.sleep(args.step_seconds)
+            if hang_now():
+                while True:
+                    time.sleep(3600)
+            beat(step)
             if step % args.checkpoint_every == 0 or step == args.steps:
                 mean = loss.detach().clone()
                 dist.all_reduce(mean)

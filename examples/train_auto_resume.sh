@@ -104,6 +104,10 @@ echo "$me on $node: node rank $node_rank of $nnodes (nodes from $from: ${nodes[*
 # included: "'NoneType' object has no attribute 'get'" in to_map.)
 # --monitor_interval 1: torchrun notices its process ended within a second
 # (default 5).
+# SIGUSR1 (srun --auto-resume-hang-signal=USR1 on a hang) is for the
+# training processes, which print their stacks (train.py): torchrun ignores
+# it, and goes on copying their stderr to the step's.
+trap '' USR1
 exec "$torchrun" \
   --nnodes="$nnodes" --nproc_per_node=1 --node_rank="$node_rank" \
   --master_addr="$master_addr" --master_port="$master_port" \

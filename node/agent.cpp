@@ -8,6 +8,14 @@
 // (or --source): the controller takes them only from the node's address. On SIGTERM or SIGINT it
 // says goodbye, and the controller stops watching the node until it is heard again.
 //
+// Each heartbeat also carries what the node's progress files say
+// (progress.hpp): how long ago each task of a protected step beat, and its
+// training step. The agent, not the step daemon, reads them: it already
+// holds a session with the controller and beats every interval, so the
+// progress costs no connection of its own, and it outlives any one step
+// (a step daemon's thread would add to Slurm's own process what a stuck
+// file system could hold up).
+//
 // With --dcgm-policy it also listens to DCGM's policy violations (`dcgmi
 // policy --reg`): an XID or another violation marks the node FAIL with
 // "Action:Replace dcgm: ..." the moment DCGM reports it, which the
@@ -42,6 +50,8 @@
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/probe.hpp"
 #include "autoresume/process.hpp"
+#include "autoresume/progress.hpp"
+#include "autoresume/progress_files.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/version.hpp"
 #include "node_name.hpp"
@@ -150,6 +160,7 @@ struct Options {
   bool dcgm_policy = false;
   std::string dcgm_group;
   std::string dcgmi = "dcgmi";
+  std::string progress_dir = ar::kDefaultProgressDir;
 };
 
 // The command line's options, bound to `options` (which must stay put).
@@ -180,6 +191,13 @@ void add_options(CLI::App& app, Options& options) {
                  "The DCGM group whose policy is watched (default: "
                  "dcgmi's default group, all GPUs)");
   app.add_option("--dcgmi", options.dcgmi, "The dcgmi to run")->capture_default_str();
+  app.add_option("--progress-dir", options.progress_dir,
+                 "Where the protected steps' progress files are (the plugin's progress_dir): "
+                 "each heartbeat reports how long ago each task beat")
+      ->check([](const std::string& value) {
+        return !value.empty() && value.front() == '/' ? std::string{} : "expected an absolute path";
+      })
+      ->capture_default_str();
   app.set_version_flag("-V,--version", std::string("auto-resume-agent ") + ar::kVersion);
 }
 
@@ -212,6 +230,7 @@ int send_heartbeats(const Options& options, const ar::Endpoint& endpoint,
   // One session for all heartbeats: munge once per connection, not per beat.
   // Made once the source address is known (slurmctld may be down at first).
   std::optional<ar::Client> client;
+  bool said_truncated = false;
   auto send = [&](bool stopping) {
     if (!client) {
       const auto source = source_address(options);
@@ -221,6 +240,18 @@ int send_heartbeats(const Options& options, const ar::Endpoint& endpoint,
     }
     ar::proto::HeartbeatRequest beat{options.node, stopping, {}};
     beat.interval_ms = static_cast<std::uint32_t>(interval.count());
+    if (!stopping) {
+      auto scan =
+          ar::scan_progress(options.progress_dir, options.node, std::chrono::system_clock::now());
+      if (scan.truncated && !said_truncated)
+        log_line(
+            fmt::format("more progress files under {}/{} than a heartbeat carries ({} steps, "
+                        "{} ranks): the rest is left out",
+                        options.progress_dir, options.node, ar::proto::kMaxProgressSteps,
+                        ar::proto::kMaxProgressRanks));
+      said_truncated = scan.truncated;
+      beat.progress = std::move(scan.steps);
+    }
     auto reply = client->send(beat);
     // Cross-checks: the nodes the controller cannot reach are probed from
     // here, and what was found goes back at once (a few rounds at most).

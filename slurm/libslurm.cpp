@@ -69,6 +69,10 @@ void LibSlurm::kill_step(std::uint32_t job_id, std::uint32_t step_id) {
   slurm::kill_step(job_id, step_id);
 }
 
+void LibSlurm::signal_step(std::uint32_t job_id, std::uint32_t step_id, int signal) {
+  slurm::signal_step(job_id, step_id, signal);
+}
+
 std::optional<bool> LibSlurm::step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
                                                 const std::string& nodelist) {
   return slurm::step_daemons_left(job_id, step_id, nodelist);

@@ -43,6 +43,7 @@ class LibSlurm final : public SlurmApi {
   std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) override;
   bool step_exists(std::uint32_t job_id, std::uint32_t step_id) override;
   void kill_step(std::uint32_t job_id, std::uint32_t step_id) override;
+  void signal_step(std::uint32_t job_id, std::uint32_t step_id, int signal) override;
   std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
                                         const std::string& nodelist) override;
   void requeue(std::uint32_t job_id) override;

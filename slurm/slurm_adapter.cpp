@@ -317,6 +317,14 @@ void kill_step(std::uint32_t job_id, std::uint32_t step_id) {
   fail("cannot cancel step " + std::to_string(job_id) + "." + std::to_string(step_id));
 }
 
+void signal_step(std::uint32_t job_id, std::uint32_t step_id, int signal) {
+  if (slurm_signal_job_step(job_id, step_id, static_cast<std::uint32_t>(signal)) == SLURM_SUCCESS)
+    return;
+  const int error = slurm_get_errno();
+  if (error == ESLURM_ALREADY_DONE || error == ESLURM_INVALID_JOB_ID) return;
+  fail("cannot signal step " + std::to_string(job_id) + "." + std::to_string(step_id));
+}
+
 std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
                                       const std::string& nodelist) {
   slurm_step_id_t id{};

@@ -75,6 +75,7 @@ std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_i
 bool step_exists(std::uint32_t job_id, std::uint32_t step_id);
 // SIGKILLs a step; a step already gone is not an error.
 void kill_step(std::uint32_t job_id, std::uint32_t step_id);
+void signal_step(std::uint32_t job_id, std::uint32_t step_id, int signal);
 // Whether a slurmstepd of step job.step runs on one of `nodelist` (their
 // slurmds answer REQUEST_JOB_STEP_PIDS); nothing when that cannot be told.
 std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,

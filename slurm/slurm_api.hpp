@@ -148,6 +148,9 @@ class SlurmApi {
   virtual bool step_exists(std::uint32_t job_id, std::uint32_t step_id) = 0;
   // SIGKILLs a step; a step already gone is not an error.
   virtual void kill_step(std::uint32_t job_id, std::uint32_t step_id) = 0;
+  // Sends `signal` to every task of a step; a step already gone is not an
+  // error.
+  virtual void signal_step(std::uint32_t job_id, std::uint32_t step_id, int signal) = 0;
   // Whether a slurmstepd of step job.step still runs on one of `nodelist`,
   // asked of their slurmds; nothing when that cannot be told (a node did
   // not answer). A step record a restarted slurmctld recovered may have

@@ -265,6 +265,11 @@ int local_user_init(spank_t sp) {
   bool own_master_port = false;
   auto step = describe_step(job_id, step_id, st.relaunch, own_master_port);
   step.min_nodes = st.min_nodes;
+  step.hang_timeout = st.hang_timeout;
+  step.hang_signal = static_cast<std::uint32_t>(st.hang_signal);
+  if (st.hang_signal > 0 && !st.hang_timeout.on())
+    slurm_spank_log("%s: warning: --%s does nothing without --%s", kTag, ar::kHangSignalOptionName,
+                    ar::kHangTimeoutOptionName);
   const auto allocation = live_allocation(job_id);
   if (allocation) {
     step.nodelist = allocation->nodelist;

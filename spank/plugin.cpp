@@ -10,6 +10,7 @@
 
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/option.hpp"
+#include "autoresume/progress.hpp"
 
 // SPANK_PLUGIN() gives these internal linkage in C++; Slurm looks them up by
 // name, so they are declared extern "C" and exported here.
@@ -104,6 +105,20 @@ int min_nodes_callback(int /*val*/, const char* optarg, int /*remote*/) noexcept
   });
 }
 
+int hang_timeout_callback(int /*val*/, const char* optarg, int /*remote*/) noexcept {
+  return guarded("the option callback", [&]() -> int {
+    state().hang_timeout = ar::parse_hang_timeout(optarg);
+    return ESPANK_SUCCESS;
+  });
+}
+
+int hang_signal_callback(int /*val*/, const char* optarg, int /*remote*/) noexcept {
+  return guarded("the option callback", [&]() -> int {
+    state().hang_signal = ar::parse_hang_signal(optarg);
+    return ESPANK_SUCCESS;
+  });
+}
+
 spank_option spares_option{const_cast<char*>(ar::kSparesOptionName),
                            const_cast<char*>(ar::kSparesArgInfo),
                            const_cast<char*>(ar::kSparesUsage),
@@ -116,6 +131,18 @@ spank_option min_nodes_option{const_cast<char*>(ar::kMinNodesOptionName),
                               1,
                               0,
                               min_nodes_callback};
+spank_option hang_timeout_option{const_cast<char*>(ar::kHangTimeoutOptionName),
+                                 const_cast<char*>(ar::kHangTimeoutArgInfo),
+                                 const_cast<char*>(ar::kHangTimeoutUsage),
+                                 1,
+                                 0,
+                                 hang_timeout_callback};
+spank_option hang_signal_option{const_cast<char*>(ar::kHangSignalOptionName),
+                                const_cast<char*>(ar::kHangSignalArgInfo),
+                                const_cast<char*>(ar::kHangSignalUsage),
+                                1,
+                                0,
+                                hang_signal_callback};
 
 }  // namespace
 }  // namespace ar::spank
@@ -144,7 +171,8 @@ AR_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
       state().inside_allocation = std::getenv("SLURM_JOB_ID") != nullptr;
       local_init();
     }
-    for (auto* option : {&auto_resume_option, &spares_option, &min_nodes_option})
+    for (auto* option : {&auto_resume_option, &spares_option, &min_nodes_option,
+                         &hang_timeout_option, &hang_signal_option})
       if (const auto rc = spank_option_register(sp, option); rc != ESPANK_SUCCESS) {
         slurm_error("%s: cannot register --%s: %s", kTag, option->name, spank_strerror(rc));
         return kFailure;
@@ -163,6 +191,14 @@ AR_EXPORT int slurm_spank_task_init(spank_t sp, int, char**) {
   });
 }
 
+AR_EXPORT int slurm_spank_task_init_privileged(spank_t sp, int, char**) {
+  // Whatever becomes of the progress folder, the task starts.
+  if (spank_context() == S_CTX_REMOTE)
+    guarded("slurm_spank_task_init_privileged",
+            [&]() -> int { return remote_task_init_privileged(sp); });
+  return ESPANK_SUCCESS;
+}
+
 AR_EXPORT int slurm_spank_task_exit(spank_t sp, int, char**) {
   // Whatever becomes of the report, the task's end is not a failure.
   if (spank_context() == S_CTX_REMOTE)
@@ -170,8 +206,9 @@ AR_EXPORT int slurm_spank_task_exit(spank_t sp, int, char**) {
   return ESPANK_SUCCESS;
 }
 
-AR_EXPORT int slurm_spank_exit(spank_t, int, char**) {
+AR_EXPORT int slurm_spank_exit(spank_t sp, int, char**) {
   return guarded("slurm_spank_exit", [&]() -> int {
+    if (spank_context() == S_CTX_REMOTE) return remote_exit(sp);
     return spank_context() == S_CTX_LOCAL ? local_exit() : ESPANK_SUCCESS;
   });
 }

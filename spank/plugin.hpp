@@ -52,6 +52,10 @@ struct PluginState {
   std::optional<bool> auto_resume;
   // --auto-resume-min-nodes (0: not given), the last value as above.
   std::uint32_t min_nodes = 0;
+  // --auto-resume-hang-timeout and --auto-resume-hang-signal (0: not
+  // given), the last values as above.
+  HangTimeout hang_timeout;
+  int hang_signal = 0;
   // srun only: whether it started inside an allocation (sbatch, salloc).
   // A srun that makes its own allocation cannot be relaunched: the
   // allocation ends with it.
@@ -97,6 +101,17 @@ int remote_task_init(spank_t sp);
 // slurmstepd: once the node's last task of a protected step exited, tells
 // the controller whether all its tasks exited 0 (tasks_exited); never fails.
 int remote_task_exit(spank_t sp);
+// This node's name as slurm.conf spells it: entry `node_id` of the step's
+// SLURM_STEP_NODELIST (the step's environment: the user's, so checked by
+// whoever acts on it); nothing if that cannot be read.
+std::optional<std::string> step_node_name(spank_t sp, std::uint32_t node_id);
+// slurmstepd, as root before a task starts: the step's progress folder
+// (progress.cpp); never fails.
+int remote_task_init_privileged(spank_t sp);
+// slurmstepd, in each task of a registered step: AUTO_RESUME_PROGRESS.
+void set_progress_variable(spank_t sp);
+// slurmstepd, at the step's end: its progress folder removed.
+int remote_exit(spank_t sp);
 
 // Asks the controller for the step's verdict every second while it runs, so
 // that a relaunch decided during the step (srun may wait a long time for a

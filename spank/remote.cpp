@@ -50,7 +50,10 @@ int remote_task_init(spank_t sp) {
       spank_getenv(sp, kRegisteredVariable, run_id, sizeof run_id) == ESPANK_SUCCESS;
   const auto why =
       task_refusal(asked, st.config.required, st.config_error, registered ? run_id : nullptr);
-  if (!why) return ESPANK_SUCCESS;
+  if (!why) {
+    if (registered) set_progress_variable(sp);
+    return ESPANK_SUCCESS;
+  }
 
   std::uint32_t task_id = 0;
   spank_get_item(sp, S_TASK_GLOBAL_ID, &task_id);
@@ -96,7 +99,9 @@ std::optional<std::string> step_env(spank_t sp, const char* name) {
 // ids); nothing if that cannot be read. (A SLURMD_NODENAME in the step's
 // environment is the one of the host srun ran on.) The controller checks
 // the name against slurmctld's list: the environment is the user's.
-std::optional<std::string> node_name(spank_t sp, std::uint32_t node_id) {
+}  // namespace
+
+std::optional<std::string> step_node_name(spank_t sp, std::uint32_t node_id) {
   std::vector<char> list(64 * 1024);
   if (spank_getenv(sp, "SLURM_STEP_NODELIST", list.data(), static_cast<int>(list.size())) !=
       ESPANK_SUCCESS)
@@ -109,6 +114,8 @@ std::optional<std::string> node_name(spank_t sp, std::uint32_t node_id) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 void send_report(const proto::TasksExitedRequest& report) {
   auto options = client_options(state().config);
@@ -153,7 +160,7 @@ int remote_task_exit(spank_t sp) {
     report.failed = exits.failed;
   }
   const auto node = spank_get_item(sp, S_JOB_NODEID, &report.node_id) == ESPANK_SUCCESS
-                        ? node_name(sp, report.node_id)
+                        ? step_node_name(sp, report.node_id)
                         : std::nullopt;
   if (!node) {
     slurm_verbose(

@@ -54,8 +54,8 @@ std::optional<Endpoint> parse_metrics_listen(std::string_view key, std::string_v
 
 constexpr std::string_view kKnownKeys =
     "listen, metrics_listen, notify_command, state_dir, provider, max_attempts, attempt_window, "
-    "healthy_after, "
-    "munge_socket, "
+    "healthy_after, hang_first_beat_timeout, hang_timeout_floor, hang_signal_grace, "
+    "max_hang_restarts, munge_socket, "
     "backoff, probe_interval, probe_failures, probe_max_silent_percent, end_window, "
     "repair_timeout, min_time_left, local_restart_command, "
     "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
@@ -281,6 +281,17 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
   } else if (key == "healthy_after") {
     config.healthy_after = value == "0" ? std::chrono::milliseconds{0}
                                         : parse_seconds(key, value, std::chrono::hours{24 * 3650});
+  } else if (key == "hang_first_beat_timeout") {
+    config.hang_first_beat_timeout =
+        parse_seconds(key, value, std::chrono::hours{24 * 7}, std::chrono::seconds{1});
+  } else if (key == "hang_timeout_floor") {
+    config.hang_timeout_floor =
+        parse_seconds(key, value, std::chrono::hours{24 * 7}, std::chrono::seconds{1});
+  } else if (key == "hang_signal_grace") {
+    config.hang_signal_grace = value == "0" ? std::chrono::milliseconds{0}
+                                            : parse_seconds(key, value, std::chrono::seconds{600});
+  } else if (key == "max_hang_restarts") {
+    config.max_hang_restarts = static_cast<unsigned>(parse_uint(key, value, 0, 100));
   } else if (key == "munge_socket") {
     config.munge_socket = parse_absolute_path(key, value);
   } else if (key == "backoff") {
@@ -434,6 +445,10 @@ std::string render(const DaemonConfig& config) {
       << "max_attempts=" << config.max_attempts << "\n"
       << "attempt_window=" << seconds_text(config.attempt_window) << "\n"
       << "healthy_after=" << seconds_text(config.healthy_after) << "\n"
+      << "hang_first_beat_timeout=" << seconds_text(config.hang_first_beat_timeout) << "\n"
+      << "hang_timeout_floor=" << seconds_text(config.hang_timeout_floor) << "\n"
+      << "hang_signal_grace=" << seconds_text(config.hang_signal_grace) << "\n"
+      << "max_hang_restarts=" << config.max_hang_restarts << "\n"
       << "backoff=" << seconds_text(config.backoff) << "\n"
       << "probe_interval=" << seconds_text(config.probe_interval) << "\n"
       << "probe_failures=" << config.probe_failures << "\n"

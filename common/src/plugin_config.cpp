@@ -6,7 +6,7 @@ namespace ar {
 
 std::string_view plugin_config_keys() {
   return "controller, required, connect_timeout, munge_socket, verdict_timeout, "
-         "unreachable_timeout, controller_uid";
+         "unreachable_timeout, controller_uid, progress_dir";
 }
 
 ClientOptions client_options(const PluginConfig& config) {
@@ -34,6 +34,8 @@ PluginConfig parse_plugin_config(std::span<const std::string> args) {
       config.munge_socket = parse_absolute_path(key, value);
     } else if (key == "controller_uid") {
       config.controller_uid = static_cast<uid_t>(parse_uint(key, value, 0, 0xfffffffe));
+    } else if (key == "progress_dir") {
+      config.progress_dir = parse_absolute_path(key, value);
     } else {
       throw ConfigError("unknown plugstack.conf argument '" + key +
                         "' (known: " + std::string(plugin_config_keys()) + ")");

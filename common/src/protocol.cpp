@@ -246,6 +246,11 @@ json StepRegistration::to_json() const {
   json out = {{"job_id", job_id}, {"step_id", step_id}, {"run_id", run_id},    {"attempt", attempt},
               {"argv", argv},     {"cwd", cwd},         {"nodelist", nodelist}};
   if (min_nodes > 0) out["min_nodes"] = min_nodes;
+  if (hang_timeout.automatic)
+    out["hang_timeout"] = "auto";
+  else if (hang_timeout.seconds > 0)
+    out["hang_timeout"] = hang_timeout.seconds;
+  if (hang_signal > 0) out["hang_signal"] = hang_signal;
   return out;
 }
 
@@ -267,6 +272,20 @@ StepRegistration StepRegistration::from_json(const json& body) {
   // What srun saw; the controller keeps slurmctld's list of the step instead.
   if (body.contains("nodelist")) step.nodelist = get_string(body, "nodelist");
   step.min_nodes = get_u32(body, "min_nodes", 0);
+  if (body.contains("hang_timeout")) {
+    const auto& value = body["hang_timeout"];
+    if (value.is_string() && value.get<std::string>() == "auto") {
+      step.hang_timeout.automatic = true;
+    } else {
+      step.hang_timeout.seconds = get_u32(body, "hang_timeout");
+      if (step.hang_timeout.seconds > kMaxSectionSeconds)
+        bad("field 'hang_timeout' is " + std::to_string(step.hang_timeout.seconds) +
+            ": expected seconds up to " + std::to_string(kMaxSectionSeconds) + ", or \"auto\"");
+    }
+  }
+  step.hang_signal = get_u32(body, "hang_signal", 0);
+  if (step.hang_signal > 64)
+    bad("field 'hang_signal' is " + std::to_string(step.hang_signal) + ": expected 1-64");
   return step;
 }
 
@@ -496,8 +515,52 @@ json HeartbeatRequest::to_json() const {
     body["peers"] = json::object();
     for (const auto& [name, result] : peers) body["peers"][name] = std::string(to_string(result));
   }
+  if (!progress.empty()) {
+    body["progress"] = json::array();
+    for (const auto& step : progress) {
+      json ranks = json::array();
+      for (const auto& r : step.ranks) {
+        json item{{"rank", r.rank}, {"age_ms", r.age_ms}};
+        if (r.beat.step) item["step"] = *r.beat.step;
+        if (!r.beat.section.empty()) {
+          item["section"] = r.beat.section;
+          item["section_s"] = r.beat.section_s;
+        }
+        ranks.push_back(std::move(item));
+      }
+      body["progress"].push_back(
+          {{"job_id", step.job_id}, {"step_id", step.step_id}, {"ranks", std::move(ranks)}});
+    }
+  }
   return body;
 }
+
+namespace {
+
+// One rank of a heartbeat's "progress".
+RankProgress rank_progress(const json& item) {
+  if (!item.is_object()) bad("'progress': a rank must be an object");
+  RankProgress r{get_u32(item, "rank"), get_u32(item, "age_ms"), {}};
+  if (item.contains("step")) {
+    const auto& step = item["step"];
+    if (!step.is_number_unsigned() || step.get<std::uint64_t>() > (std::uint64_t{1} << 63) - 1)
+      bad("'progress': rank " + std::to_string(r.rank) + "'s 'step' must be 0 to 2^63-1");
+    r.beat.step = step.get<std::uint64_t>();
+  }
+  if (item.contains("section")) {
+    const auto name = get_string(item, "section", kMaxSectionName);
+    const auto seconds = get_u32(item, "section_s");
+    if (!parse_beat(name + ":" + std::to_string(seconds)))
+      bad("'progress': rank " + std::to_string(r.rank) + "'s section '" + name + "' of " +
+          std::to_string(seconds) + " s is not a section (1-" + std::to_string(kMaxSectionName) +
+          " letters, digits, '_', '.', '-'; 1-" + std::to_string(kMaxSectionSeconds) + " s)");
+    r.beat.section = name;
+    r.beat.section_s = seconds;
+  }
+  return r;
+}
+
+}  // namespace
 
 HeartbeatRequest HeartbeatRequest::from_json(const json& body) {
   HeartbeatRequest request{get_node_name(body, "node"), get_bool(body, "stopping", false), {}};
@@ -507,6 +570,26 @@ HeartbeatRequest HeartbeatRequest::from_json(const json& body) {
     bad("'interval_ms' is " + std::to_string(request.interval_ms) + ": expected " +
         std::to_string(kMinHeartbeatInterval) + " to " + std::to_string(kMaxHeartbeatInterval) +
         " (milliseconds between heartbeats)");
+  if (body.contains("progress")) {
+    const auto& list = body["progress"];
+    if (!list.is_array()) bad("'progress' must be an array");
+    if (list.size() > kMaxProgressSteps)
+      bad("'progress' has " + std::to_string(list.size()) + " steps, more than " +
+          std::to_string(kMaxProgressSteps));
+    std::size_t ranks = 0;
+    for (const auto& item : list) {
+      if (!item.is_object()) bad("'progress' must be an array of objects");
+      StepProgress step{get_u32(item, "job_id"), get_u32(item, "step_id"), {}};
+      if (!item.contains("ranks") || !item["ranks"].is_array())
+        bad("'progress': step " + std::to_string(step.job_id) + "." + std::to_string(step.step_id) +
+            " has no 'ranks' array");
+      ranks += item["ranks"].size();
+      if (ranks > kMaxProgressRanks)
+        bad("'progress' has more than " + std::to_string(kMaxProgressRanks) + " ranks");
+      for (const auto& rank : item["ranks"]) step.ranks.push_back(rank_progress(rank));
+      request.progress.push_back(std::move(step));
+    }
+  }
   if (!body.contains("peers")) return request;
   const auto& peers = body["peers"];
   if (!peers.is_object()) bad("'peers' must be an object of node names and probe results");

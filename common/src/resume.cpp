@@ -119,6 +119,7 @@ RelaunchBudget relaunch_budget(const std::vector<AttemptTimes>& attempts,
   RelaunchBudget out;
   for (auto it = attempts.rbegin(); it != attempts.rend(); ++it) {
     if (healthy_after.count() > 0 && it->ran >= healthy_after) break;
+    if (it->progressed) break;
     if (it->attempt == 0) break;  // the run's first launch: no relaunch before it
     ++out.streak;
     if (it->since_start <= window) ++out.in_window;

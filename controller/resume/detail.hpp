@@ -42,6 +42,11 @@ inline std::string node_out_key(const StoredStep& step) {
   return fmt::format("step {}: node_out", step.key());
 }
 
+// The key of a hung step's signal (Engine::writes_).
+inline std::string hang_signal_key(const StoredStep& step) {
+  return fmt::format("step {}: hang signal", step.key());
+}
+
 // Thrown when a step was decided elsewhere (cancelled by its srun) while
 // the engine worked on it: nothing to report.
 struct DecidedMeanwhile {};

@@ -150,8 +150,13 @@ void Engine::tick() {
     job_hosts_.clear();
     said_old_step_.clear();
     said_unregistered_.clear();
+    hang_samples_.clear();
     return;
   }
+  std::erase_if(hang_samples_, [&](const auto& entry) {
+    return std::ranges::none_of(steps,
+                                [&](const StoredStep& s) { return s.step.run_id == entry.first; });
+  });
   if (config_.probe_failures > 0 && clock_.now() - last_probe_ >= config_.probe_interval) {
     last_probe_ = clock_.now();
     probe(steps, nodes);
@@ -645,11 +650,18 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
     step.repair = RepairFacts{};
     step.repair.failed = std::move(found);
     step.repair.started = clock_.stamp();
+    note_progress(step);
     save(step, EventKind::detected,
          fmt::format("step {}.{} attempt {}: {}", step.step.job_id, step.step.step_id,
                      step.step.attempt, join(what, ", ")));
     repair(step, *job, nodes);
     return;
+  }
+  if (step.state == StepState::registered && step.step.hang_timeout.on()) {
+    if (const auto hang = hung(step)) {
+      start_hang_repair(step, *job, nodes, *hang);
+      return;
+    }
   }
   if (step.state == StepState::registered) {
     check_lost(step, *job);

@@ -34,6 +34,7 @@
 #include "provision/provisioner.hpp"
 #include "resume/calls.hpp"
 #include "resume/outbox.hpp"
+#include "resume/progress.hpp"
 #include "resume/step_reports.hpp"
 #include "resume/verdicts.hpp"
 #include "slurm_api.hpp"
@@ -201,6 +202,25 @@ class Engine {
   // The run's relaunch budget before relaunching `step` (its earlier
   // attempts from the store).
   RelaunchBudget budget_of(const StoredStep& step);
+  // Hung steps (hangs.cpp). Whether `step` is hung now, by its nodes'
+  // progress reports and --auto-resume-hang-timeout; nothing if it is not.
+  std::optional<Hang> hung(const StoredStep& step);
+  // A hung step's repair begins: the `hung` event, nothing marked.
+  void start_hang_repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,
+                         const Hang& hang);
+  // The hang signal sent (on the repair's own thread) and its grace over;
+  // true at once without --auto-resume-hang-signal.
+  bool hang_signalled(StoredStep& step, const slurm::JobInfo& job);
+  // What the attempt's tasks said of their progress so far, into the
+  // repair's facts (whether any beat, the highest step).
+  void note_progress(StoredStep& step);
+  // The run's attempts up to `step`, oldest first (`step` last, as given).
+  std::vector<StoredStep> run_attempts(const StoredStep& step);
+  // Whether each of `attempts` passed the highest step of those before it.
+  static std::vector<bool> progressed(const std::vector<StoredStep>& attempts);
+  // The hangs in a row that end the run's attempts up to `step`, counted
+  // back to the first one that reached a new highest step.
+  unsigned hangs_in_a_row(const StoredStep& step);
   // Requeue (`why`: GRES with no spare left, or the batch host failed), or
   // give_up where Slurm cannot.
   void requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
@@ -363,6 +383,10 @@ class Engine {
   std::set<std::string> said_old_step_;
   // Steps whose relaunch waits for nodes to register, said once.
   std::set<std::string> said_unregistered_;
+  // Intervals between beats seen in each run (--auto-resume-hang-timeout=auto),
+  // the last kHangSamples.
+  std::map<std::string, std::vector<std::chrono::milliseconds>> hang_samples_;
+  static constexpr std::size_t kHangSamples = 1000;
 
   Outbox outbox_;
 

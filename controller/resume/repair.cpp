@@ -47,6 +47,10 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
     keeper_.gate().would(step, "detected", would_do(step, job, step.repair.failed));
     return;
   }
+  // A hung step's tasks get the hang signal first, and its grace.
+  if (step.phase == RepairPhase::detected && !step.repair.hang.empty() &&
+      !hang_signalled(step, job))
+    return;
   if (step.phase == RepairPhase::detected && (!check_policy(step, job) || !take_out(step, job)))
     return;
   if (!no_new_faults(step, job, nodes)) return;
@@ -148,12 +152,14 @@ RelaunchBudget Engine::budget_of(const StoredStep& step) {
     return AttemptTimes{s.step.attempt, clock_.since(s.created()), elapsed(s.created(), end)};
   };
   std::vector<AttemptTimes> attempts;
-  for (const auto& s : store_.job_steps(step.step.job_id))
-    if (s.step.run_id == step.step.run_id && s.step.attempt < step.step.attempt)
-      attempts.push_back(times(s));
-  std::sort(attempts.begin(), attempts.end(),
-            [](const auto& a, const auto& b) { return a.attempt < b.attempt; });
-  attempts.push_back(times(step));
+  // An attempt that passed the run's highest training step made progress:
+  // healthy, however short it ran.
+  const auto run = run_attempts(step);
+  const auto moved_on = progressed(run);
+  for (std::size_t i = 0; i < run.size(); ++i) {
+    attempts.push_back(times(run[i]));
+    attempts.back().progressed = moved_on[i];
+  }
   return relaunch_budget(attempts, config_.attempt_window, config_.healthy_after);
 }
 
@@ -187,7 +193,13 @@ bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
   // does not kill it) and the step ends at once: the batch script goes on
   // with srun's give_up status.
   std::string give_up;
-  if (budget.in_window >= config_.max_attempts)
+  const auto hangs = step.repair.hang.empty() ? 0U : hangs_in_a_row(step);
+  if (hangs > config_.max_hang_restarts)
+    give_up = fmt::format(
+        "run {} hung {} times in a row with no new highest step between the hangs "
+        "(max_hang_restarts={})",
+        step.step.run_id, hangs, config_.max_hang_restarts);
+  else if (budget.in_window >= config_.max_attempts)
     give_up = fmt::format(
         "run {} was relaunched {} times within attempt_window={} s (max_attempts={}){}",
         step.step.run_id, budget.in_window, whole_seconds(config_.attempt_window),
@@ -210,7 +222,10 @@ bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
       slurm_.kill_step(job.job_id, step.step.step_id);
       decide(step, Verdict::give_up, give_up + notes_text(notes));
     } else if (take_out(step, job)) {
-      decide(step, Verdict::give_up, give_up + "; the failed node left the job");
+      decide(step, Verdict::give_up,
+             give_up + (failed.empty() ? fmt::format("; step {}.{} was cancelled", job.job_id,
+                                                     step.step.step_id)
+                                       : "; the failed node left the job"));
     }
     return false;
   }
@@ -299,10 +314,16 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
   if (!outcome) return false;       // under way: this repair waits, the others go on
   const auto out = outcome->get();  // a failed write is tried again at the next look
   move_to(step, StepState::repairing, RepairPhase::node_out);
-  save(step, EventKind::node_out,
-       fmt::format("{} set FAIL and out of job {} (now on {}){}; step {}.{} cancelled{}",
-                   join(failed, ", "), job.job_id, out.kept, downed_text(out.downed), job.job_id,
-                   step.step.step_id, notes_text(out.notes)));
+  // A hang with every node healthy: the step alone goes.
+  if (failed.empty())
+    save(step, EventKind::node_out,
+         fmt::format("step {}.{} cancelled; job {} keeps its nodes ({}){}", job.job_id,
+                     step.step.step_id, job.job_id, out.kept, notes_text(out.notes)));
+  else
+    save(step, EventKind::node_out,
+         fmt::format("{} set FAIL and out of job {} (now on {}){}; step {}.{} cancelled{}",
+                     join(failed, ", "), job.job_id, out.kept, downed_text(out.downed), job.job_id,
+                     step.step.step_id, notes_text(out.notes)));
   return true;
 }
 
@@ -310,7 +331,7 @@ void Engine::drop_unwanted_writes(const std::vector<StoredStep>& steps) {
   for (const auto& call : writes_.finished()) {
     const bool wanted = std::ranges::any_of(steps, [&](const StoredStep& step) {
       return step.state == StepState::repairing && step.phase == RepairPhase::detected &&
-             node_out_key(step) == call;
+             (node_out_key(step) == call || hang_signal_key(step) == call);
     });
     if (wanted) continue;
     try {
@@ -595,8 +616,9 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
                                       step.repair.step_nodes.value_or(0)};
   decide(
       step, Verdict::relaunch,
-      fmt::format("relaunching run {} as attempt {} on {}{}", step.step.run_id, next, job.nodes,
-                  delay.count() > 0 ? fmt::format(" after a backoff of {} s", delay.count()) : ""));
+      fmt::format("relaunching run {} as attempt {} on {}{}{}", step.step.run_id, next, job.nodes,
+                  delay.count() > 0 ? fmt::format(" after a backoff of {} s", delay.count()) : "",
+                  step.repair.hang.empty() ? "" : "; the step hung: " + step.repair.hang));
 }
 
 bool Engine::nodes_registered(const StoredStep& step, const slurm::JobInfo& job) {

@@ -31,6 +31,7 @@ std::string_view counter_of(std::string_view kind, bool node_event) {
   if (kind == "replace_failed") return "auto_resume_node_replacements_failed_total";
   if (kind == "heartbeat_late") return "auto_resume_heartbeats_late_total";
   if (kind == "stalled") return "auto_resume_controller_stalls_total";
+  if (kind == "hung") return "auto_resume_hangs_total";
   return {};
 }
 
@@ -54,6 +55,8 @@ ControllerMetrics::ControllerMetrics() {
   r.histogram("auto_resume_recovery_seconds",
               "Time from a protected step's fault to its next attempt running.",
               {5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 1800, 3600});
+  r.counter("auto_resume_hangs_total",
+            "Protected steps found hung: their tasks stopped beating (AUTO_RESUME_PROGRESS).");
   r.counter("auto_resume_nodes_marked_total",
             "Nodes the controller marked FAIL (silent node agents).");
   r.counter("auto_resume_node_replacements_requested_total",

@@ -265,6 +265,9 @@ proto::HeartbeatReply Service::do_heartbeat(NodeKeeper& keeper,
         e.what());
   }
   if (request.stopping) return {};
+  // The agent is its node's (the heartbeat was taken from its address); the
+  // engine uses a node's reports only for the steps slurmctld runs there.
+  reports_.progress.report(request.node, request.progress, clock_.now());
   return {keeper.peer_work(request.node, request.peers)};
 }
 

@@ -71,6 +71,10 @@ json to_json(const RepairFacts& facts) {
                        {"num_nodes", facts.relaunch->num_nodes}};
     if (facts.relaunch->step_nodes > 0) out["relaunch"]["step_nodes"] = facts.relaunch->step_nodes;
   }
+  if (!facts.hang.empty()) out["hang"] = facts.hang;
+  if (facts.beat) out["beat"] = true;
+  if (facts.highest_step) out["highest_step"] = *facts.highest_step;
+  if (facts.signalled) put_stamp(out, "signalled", *facts.signalled);
   if (facts.started) put_stamp(out, "started", *facts.started);
   if (facts.expanded) put_stamp(out, "expanded", *facts.expanded);
   if (facts.old_step_cancelled) put_stamp(out, "old_step_cancelled", *facts.old_step_cancelled);
@@ -98,6 +102,11 @@ RepairFacts repair_facts_from_json(const json& object) {
     out.relaunch = RelaunchPlan{field(plan, "nodelist", std::string()),
                                 field<std::uint32_t>(plan, "num_nodes", 0),
                                 field<std::uint32_t>(plan, "step_nodes", 0)};
+  out.hang = field(object, "hang", std::string());
+  out.beat = field(object, "beat", false);
+  if (object.contains("highest_step"))
+    out.highest_step = field<std::uint64_t>(object, "highest_step", 0);
+  out.signalled = get_stamp(object, "signalled");
   out.started = get_stamp(object, "started");
   out.expanded = get_stamp(object, "expanded");
   out.old_step_cancelled = get_stamp(object, "old_step_cancelled");

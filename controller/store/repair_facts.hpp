@@ -41,11 +41,19 @@ struct RepairFacts {
   std::optional<std::uint32_t> step_nodes;       // a repair in place: the relaunch's node count
   std::optional<std::uint32_t> streak;           // the relaunch's backoff (relaunch_budget)
   std::optional<RelaunchPlan> relaunch;          // set with the relaunch verdict
+  // A hung step's repair: why it is hung (the `hung` event's text); empty
+  // for a node fault.
+  std::string hang;
+  // The attempt's progress when the repair began: whether any task beat,
+  // and the highest training step one said.
+  bool beat = false;
+  std::optional<std::uint64_t> highest_step;
   // The moments the repair's waits count from.
   std::optional<Stamp> started;               // the fault found: repair_timeout
   std::optional<Stamp> expanded;              // the backoff and the old step's end
   std::optional<Stamp> old_step_cancelled;    // its last cancel (kOldStepGrace)
   std::map<std::string, Stamp> helper_since;  // a pending helper's patience, by node
+  std::optional<Stamp> signalled;             // a hung step's tasks got the hang signal
 
   // The failed nodes' names.
   std::vector<std::string> failed_nodes() const;

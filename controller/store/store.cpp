@@ -106,9 +106,9 @@ class Statement {
 constexpr const char* kStepColumns =
     "run_id, attempt, job_id, step_id, uid, argv, cwd, nodelist, state, created_at, ended_at,"
     " verdict, message, phase, repair, rowid, created_boot_ms, created_boot_id, ended_boot_ms,"
-    " ended_boot_id, min_nodes";
+    " ended_boot_id, min_nodes, hang_timeout, hang_signal";
 // PRAGMA user_version of the current schema.
-constexpr int kSchemaVersion = 8;
+constexpr int kSchemaVersion = 9;
 
 StoredStep read_step(const Statement& s) {
   StoredStep out;
@@ -138,6 +138,10 @@ StoredStep read_step(const Statement& s) {
   out.ended_boot_ms = s.integer(18);
   out.ended_boot_id = s.text(19);
   out.step.min_nodes = static_cast<std::uint32_t>(s.integer(20));
+  // -1: auto; 0: off; else seconds.
+  const auto hang = s.integer(21);
+  out.step.hang_timeout = {hang > 0 ? static_cast<std::uint32_t>(hang) : 0U, hang < 0};
+  out.step.hang_signal = static_cast<std::uint32_t>(s.integer(22));
   return out;
 }
 
@@ -165,7 +169,8 @@ Store::Store(const std::filesystem::path& state_dir, const Clock& clock) : clock
       " repair TEXT NOT NULL DEFAULT '{}',"
       " created_boot_ms INTEGER NOT NULL DEFAULT 0, created_boot_id TEXT NOT NULL DEFAULT '',"
       " ended_boot_ms INTEGER NOT NULL DEFAULT 0, ended_boot_id TEXT NOT NULL DEFAULT '',"
-      " min_nodes INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, attempt));"
+      " min_nodes INTEGER NOT NULL DEFAULT 0, hang_timeout INTEGER NOT NULL DEFAULT 0,"
+      " hang_signal INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, attempt));"
       "CREATE TABLE IF NOT EXISTS events ("
       " id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, job_id INTEGER NOT NULL,"
       " run_id TEXT NOT NULL, uid INTEGER NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL,"
@@ -193,7 +198,7 @@ void Store::migrate() {
   constexpr const char* kEmpty = "TEXT NOT NULL DEFAULT ''";
   // Schema 1 (and a new file) may lack the resume columns; schema 4 lacks
   // the boot times (an old row keeps empty boot ids: its wall time counts);
-  // schema 6 the steps' min_nodes.
+  // schema 6 the steps' min_nodes; schema 8 their hang options.
   std::vector<std::string> columns;
   Statement info(db_, "PRAGMA table_info(steps)");
   while (info.step()) columns.push_back(info.text(1));
@@ -206,7 +211,9 @@ void Store::migrate() {
                                                        {"created_boot_id", kEmpty},
                                                        {"ended_boot_ms", kZero},
                                                        {"ended_boot_id", kEmpty},
-                                                       {"min_nodes", kZero}};
+                                                       {"min_nodes", kZero},
+                                                       {"hang_timeout", kZero},
+                                                       {"hang_signal", kZero}};
   for (const auto& [name, type] : added)
     if (std::find(columns.begin(), columns.end(), name) == columns.end())
       exec(("ALTER TABLE steps ADD COLUMN " + std::string(name) + " " + type).c_str());
@@ -363,7 +370,8 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
     Statement insert(db_,
                      "INSERT INTO steps (run_id, attempt, job_id, step_id, uid, argv, cwd,"
                      " nodelist, state, created_at, updated_at, created_boot_ms, created_boot_id,"
-                     " min_nodes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'registered', ?, ?, ?, ?, ?)");
+                     " min_nodes, hang_timeout, hang_signal) VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
+                     " 'registered', ?, ?, ?, ?, ?, ?, ?)");
     insert.bind(1, step.run_id)
         .bind(2, step.attempt)
         .bind(3, step.job_id)
@@ -376,7 +384,10 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
         .bind(10, now)
         .bind(11, stamp.boot_ms)
         .bind(12, stamp.boot_id)
-        .bind(13, step.min_nodes);
+        .bind(13, step.min_nodes)
+        .bind(14, step.hang_timeout.automatic ? std::int64_t{-1}
+                                              : std::int64_t{step.hang_timeout.seconds})
+        .bind(15, step.hang_signal);
     insert.step();
     StoredStep stored;
     stored.step = step;

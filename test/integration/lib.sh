@@ -204,11 +204,11 @@ cluster_up() {
 }
 
 # set_plugstack ARGS...: rewrite the plugin line of plugstack.conf (with the
-# cluster's munge socket); srun and slurmstepd read it anew for every step.
+# cluster's munge socket and progress folder, which agents_up's agents read); srun and slurmstepd read it anew for every step.
 # The line starts with PLUGSTACK_LINE: required (default) or optional.
 set_plugstack() {
   local args mode=${PLUGSTACK_LINE:-required}
-  args="munge_socket=$CLUSTER/munge/munge.sock $*"
+  args="munge_socket=$CLUSTER/munge/munge.sock progress_dir=$CLUSTER/progress $*"
   if [[ -d $CLUSTER/client ]]; then
     printf '%s %s %s\n' "$mode" "$AR_DAEMON_PLUGIN" "$args" >"$CLUSTER/etc/plugstack.conf"
     printf '%s %s %s\n' "$mode" "$AR_PLUGIN" "$args" >"$CLUSTER/client/plugstack.conf"
@@ -353,7 +353,7 @@ agents_up() {
   local node
   for node in "$@"; do
     AR_CLUSTER_NODE="$CLUSTER:$node" setsid "$AR_AGENT" --node "$node" --interval 1 \
-      >>"$WORK/agent-$node.log" 2>&1 &
+      --progress-dir "$CLUSTER/progress" >>"$WORK/agent-$node.log" 2>&1 &
     AGENT_PID[$node]=$!
     # shellcheck disable=SC2016 # expanded when the test ends
     on_exit "kill -CONT ${AGENT_PID[$node]} 2>/dev/null; kill -TERM ${AGENT_PID[$node]} 2>/dev/null"

@@ -11,6 +11,7 @@ slurm_spank_init
 slurm_spank_local_user_init
 slurm_spank_task_exit
 slurm_spank_task_init
+slurm_spank_task_init_privileged
 spank_plugin_version"
 actual=$(nm -D --defined-only "$plugin" | awk '{print $3}' | sort)
 if [[ "$actual" != "$expected" ]]; then

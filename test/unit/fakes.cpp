@@ -319,6 +319,12 @@ void FakeSlurm::kill_step(std::uint32_t job_id, std::uint32_t step_id) {
   updates.push_back("kill_step " + std::to_string(job_id) + "." + std::to_string(step_id));
 }
 
+void FakeSlurm::signal_step(std::uint32_t job_id, std::uint32_t step_id, int signal) {
+  const auto held = check_reachable();
+  updates.push_back("signal_step " + std::to_string(job_id) + "." + std::to_string(step_id) + " " +
+                    std::to_string(signal));
+}
+
 std::optional<bool> FakeSlurm::step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
                                                  const std::string& nodelist) {
   const auto held = check_reachable();

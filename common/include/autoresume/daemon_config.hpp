@@ -117,6 +117,16 @@ struct DaemonConfig {
   unsigned max_attempts = 3;
   std::chrono::milliseconds attempt_window{24LL * 3600 * 1000};
   std::chrono::milliseconds healthy_after{30LL * 60 * 1000};
+  // Hung steps (docs/resume.md, "Hangs and crashes"): an attempt of a run
+  // that beat before must beat within hang_first_beat_timeout of its start;
+  // --auto-resume-hang-timeout=auto is never shorter than
+  // hang_timeout_floor; a hang signal is followed by hang_signal_grace
+  // before the step is cancelled; more than max_hang_restarts hangs in a row
+  // with no new highest step between them end in give_up.
+  std::chrono::milliseconds hang_first_beat_timeout{30LL * 60 * 1000};
+  std::chrono::milliseconds hang_timeout_floor{60'000};
+  std::chrono::milliseconds hang_signal_grace{10'000};
+  unsigned max_hang_restarts = 3;
   // munged's socket for decoding credentials; empty: munge's default.
   std::string munge_socket;
 

@@ -9,6 +9,7 @@
 
 #include "autoresume/client.hpp"
 #include "autoresume/endpoint.hpp"
+#include "autoresume/progress.hpp"
 
 namespace ar {
 
@@ -34,6 +35,10 @@ struct PluginConfig {
   // The uid the controller runs as, if not root: its replies must come from
   // root or this uid.
   uid_t controller_uid = 0;
+  // Where the step daemon makes each protected step's progress files
+  // (progress.hpp): a folder of root's on local disk. The node agent's
+  // --progress-dir must be the same.
+  std::string progress_dir = kDefaultProgressDir;
 
   static constexpr std::chrono::seconds kMaxVerdictTimeout{86'400};
   static constexpr std::chrono::seconds kMaxUnreachableTimeout{3'600};

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "autoresume/probe.hpp"
+#include "autoresume/progress.hpp"
 #include "autoresume/resume.hpp"
 #include "autoresume/states.hpp"
 
@@ -170,6 +171,11 @@ struct StepRegistration {
   // the job's healthy nodes while at least this many are left (0: it keeps
   // its size). Left out of the JSON when 0.
   std::uint32_t min_nodes = 0;
+  // --auto-resume-hang-timeout (progress.hpp): "hang_timeout" is seconds or
+  // "auto", left out when off; --auto-resume-hang-signal: "hang_signal",
+  // 1-64, left out when 0.
+  HangTimeout hang_timeout;
+  std::uint32_t hang_signal = 0;
 
   json to_json() const;
   static StepRegistration from_json(const json& body);
@@ -324,6 +330,22 @@ struct PeerProbe {
   std::uint16_t port = 0;
   bool deep = false;  // a deep probe (probe.hpp); left out of the JSON when false
 };
+// What a node's progress files of one step said (progress.hpp), per rank:
+// how long ago it beat (by the node's clock) and what the file held.
+inline constexpr std::size_t kMaxProgressSteps = 64;    // steps per heartbeat
+inline constexpr std::size_t kMaxProgressRanks = 1024;  // ranks per heartbeat, all steps
+struct RankProgress {
+  std::uint32_t rank = 0;
+  std::uint32_t age_ms = 0;  // since its last beat
+  Beat beat{};               // "step", "section", "section_s": left out when not said
+  bool operator==(const RankProgress&) const = default;
+};
+struct StepProgress {
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::vector<RankProgress> ranks{};  // the ranks that beat at least once
+  bool operator==(const StepProgress&) const = default;
+};
 struct HeartbeatRequest {
   static constexpr const char* kOp = "heartbeat";
   using Reply = HeartbeatReply;
@@ -335,6 +357,9 @@ struct HeartbeatRequest {
   // kMaxHeartbeatInterval; 0: not said, left out of the JSON): the
   // controller counts the agent silent after two of them and a second.
   std::uint32_t interval_ms = 0;
+  // The node's progress files, per step ("progress"; left out when empty):
+  // at most kMaxProgressSteps steps and kMaxProgressRanks ranks in all.
+  std::vector<StepProgress> progress{};
 
   json to_json() const;
   static HeartbeatRequest from_json(const json& body);

@@ -92,6 +92,9 @@ struct AttemptTimes {
   std::uint32_t attempt = 0;
   std::chrono::milliseconds since_start{0};
   std::chrono::milliseconds ran{0};
+  // It passed the highest training step of the attempts before it
+  // (progress.hpp): it ran healthy, however short.
+  bool progressed = false;
 };
 
 // Where a run stands before its next relaunch.
@@ -106,7 +109,7 @@ struct RelaunchBudget {
 
 // The budget of a run whose attempts are `attempts` (oldest first; the last
 // is the one that failed now). An attempt that ran at least `healthy_after`
-// (0: none does) ends the streak: the relaunches up to it count neither for
+// (0: none does), or that progressed, ends the streak: the relaunches up to it count neither for
 // the budget nor for the backoff. Of those after it, the budget counts the
 // ones that started within `window`. Relaunch while in_window < max_attempts.
 RelaunchBudget relaunch_budget(const std::vector<AttemptTimes>& attempts,
