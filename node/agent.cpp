@@ -37,6 +37,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -53,6 +54,7 @@
 #include "autoresume/progress.hpp"
 #include "autoresume/progress_files.hpp"
 #include "autoresume/protocol.hpp"
+#include "autoresume/text.hpp"
 #include "autoresume/version.hpp"
 #include "node_name.hpp"
 #include "slurm_adapter.hpp"
@@ -149,6 +151,90 @@ void listen_to_dcgm(const std::string& dcgmi, const std::string& group, const st
   }
 }
 
+// The quick checks the controller asks for after a protected step failed
+// on this node (docs/resume.md, "Hangs and crashes"): the checker (`PATH
+// --node NODE`: auto-resume-healthcheck's interface, which skips the
+// active checks on a node that runs a job, and marks the node FAIL
+// "Action:Replace CHECK: ..." when one fails, as from slurmd's
+// HealthCheckProgram) runs on a thread of its own, so that no heartbeat
+// waits for it; one at a time. Its outcome goes with each heartbeat while
+// the controller still asks for it.
+class QuickChecks {
+ public:
+  QuickChecks(std::string program, std::string node)
+      : program_(std::move(program)), node_(std::move(node)) {}
+  ~QuickChecks() {
+    if (worker_.joinable()) worker_.join();
+  }
+  QuickChecks(const QuickChecks&) = delete;
+  QuickChecks& operator=(const QuickChecks&) = delete;
+
+  // The controller's ask in a heartbeat's reply (none: it asks nothing).
+  void on_ask(const std::optional<ar::proto::CheckAsk>& ask) {
+    std::lock_guard lock(mutex_);
+    asked_ = ask ? ask->id : 0;
+    if (!ask || ask->id == started_ || running_) return;
+    if (worker_.joinable()) worker_.join();
+    started_ = ask->id;
+    running_ = true;
+    worker_ = std::thread([this, id = ask->id, timeout = ask->timeout_ms] { run(id, timeout); });
+  }
+  // What to tell the controller with the next heartbeat.
+  std::optional<ar::proto::CheckDone> result() const {
+    std::lock_guard lock(mutex_);
+    if (!done_ || done_->id != asked_) return std::nullopt;
+    return done_;
+  }
+
+ private:
+  void run(std::uint64_t id, std::uint32_t timeout_ms) {
+    ar::proto::CheckDone done{id, true, {}};
+    if (program_ == "none") {
+      done.detail = "no checker (--failure-check none)";
+    } else {
+      // A margin for the answer to reach the controller within its wait.
+      const auto limit = std::chrono::milliseconds{timeout_ms * 4 / 5};
+      const auto out = ar::run_command({program_, "--node", node_},
+                                       std::max(limit, std::chrono::milliseconds{1}));
+      // Its lines that failed, else its last words.
+      std::string failed;
+      std::size_t start = 0;
+      while (start < out.output.size()) {
+        auto end = out.output.find('\n', start);
+        if (end == std::string::npos) end = out.output.size();
+        const auto line = out.output.substr(start, end - start);
+        if (line.find(": fail: ") != std::string::npos)
+          failed += (failed.empty() ? "" : "; ") + line;
+        start = end + 1;
+      }
+      if (out.status == 1) {
+        done.passed = false;
+        done.detail = failed.empty() ? ar::printable(out.output) : ar::printable(failed);
+      } else if (out.status != 0) {
+        // Nothing could be told: no node is taken on that.
+        done.detail = "the checks could not tell: " +
+                      ar::printable(out.error.empty() ? out.output : out.error);
+      }
+      if (done.detail.size() > ar::proto::kMaxCheckDetailBytes)
+        done.detail.resize(ar::proto::kMaxCheckDetailBytes);
+      log_line(fmt::format("quick checks (ask {}): {}{}", id, done.passed ? "passed" : "failed",
+                           done.detail.empty() ? "" : ": " + done.detail));
+    }
+    std::lock_guard lock(mutex_);
+    done_ = std::move(done);
+    running_ = false;
+  }
+
+  const std::string program_;
+  const std::string node_;
+  mutable std::mutex mutex_;
+  std::thread worker_;
+  std::uint64_t asked_ = 0;    // the controller's latest ask (0: none)
+  std::uint64_t started_ = 0;  // the last ask run
+  bool running_ = false;
+  std::optional<ar::proto::CheckDone> done_;
+};
+
 // What the command line asks for.
 struct Options {
   std::string controller = env_or("AUTO_RESUME_CONTROLLER", "127.0.0.1:7860");
@@ -161,6 +247,7 @@ struct Options {
   std::string dcgm_group;
   std::string dcgmi = "dcgmi";
   std::string progress_dir = ar::kDefaultProgressDir;
+  std::string failure_check = "auto-resume-healthcheck";
 };
 
 // The command line's options, bound to `options` (which must stay put).
@@ -198,6 +285,11 @@ void add_options(CLI::App& app, Options& options) {
         return !value.empty() && value.front() == '/' ? std::string{} : "expected an absolute path";
       })
       ->capture_default_str();
+  app.add_option("--failure-check", options.failure_check,
+                 "The quick checks run when the controller asks, after a protected step failed "
+                 "here: PATH --node NODE (auto-resume-healthcheck's interface: exit 1 when a "
+                 "check failed, having marked the node); none: never")
+      ->capture_default_str();
   app.set_version_flag("-V,--version", std::string("auto-resume-agent ") + ar::kVersion);
 }
 
@@ -231,6 +323,7 @@ int send_heartbeats(const Options& options, const ar::Endpoint& endpoint,
   // Made once the source address is known (slurmctld may be down at first).
   std::optional<ar::Client> client;
   bool said_truncated = false;
+  QuickChecks checks(options.failure_check, options.node);
   auto send = [&](bool stopping) {
     if (!client) {
       const auto source = source_address(options);
@@ -251,8 +344,10 @@ int send_heartbeats(const Options& options, const ar::Endpoint& endpoint,
                         ar::proto::kMaxProgressRanks));
       said_truncated = scan.truncated;
       beat.progress = std::move(scan.steps);
+      beat.checked = checks.result();
     }
     auto reply = client->send(beat);
+    if (!stopping) checks.on_ask(reply.check);
     // Cross-checks: the nodes the controller cannot reach are probed from
     // here, and what was found goes back at once (a few rounds at most).
     for (int round = 0; round < 3 && !stopping && !reply.probe.empty(); ++round) {

@@ -358,8 +358,11 @@ class EndedWait {
     if (answer.verdict == Verdict::no_fault) return ESPANK_SUCCESS;
     if (is_final(answer.verdict)) end_with(step_, answer);
     // The usual wait after a step (looking for a node at fault) goes
-    // unsaid; a repair is worth a line per phase.
-    if (answer.message != last_message_ && answer.message.starts_with("repairing")) {
+    // unsaid; a repair is worth a line per phase, and so are the quick
+    // checks after a failed step.
+    if (answer.message != last_message_ &&
+        (answer.message.starts_with("repairing") ||
+         answer.message.find("after the step failed") != std::string::npos)) {
       say("waiting: %s", answer.message.c_str());
       last_message_ = answer.message;
     }

@@ -55,7 +55,7 @@ std::optional<Endpoint> parse_metrics_listen(std::string_view key, std::string_v
 constexpr std::string_view kKnownKeys =
     "listen, metrics_listen, notify_command, state_dir, provider, max_attempts, attempt_window, "
     "healthy_after, hang_first_beat_timeout, hang_timeout_floor, hang_signal_grace, "
-    "max_hang_restarts, munge_socket, "
+    "max_hang_restarts, failure_check, failure_check_timeout, munge_socket, "
     "backoff, probe_interval, probe_failures, probe_max_silent_percent, end_window, "
     "repair_timeout, min_time_left, local_restart_command, "
     "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
@@ -290,6 +290,12 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
   } else if (key == "hang_signal_grace") {
     config.hang_signal_grace = value == "0" ? std::chrono::milliseconds{0}
                                             : parse_seconds(key, value, std::chrono::seconds{600});
+  } else if (key == "failure_check") {
+    if (value != "quick" && value != "none") invalid_value(key, value, "expected quick or none");
+    config.failure_check = value == "quick";
+  } else if (key == "failure_check_timeout") {
+    config.failure_check_timeout =
+        parse_seconds(key, value, std::chrono::seconds{600}, std::chrono::seconds{1});
   } else if (key == "max_hang_restarts") {
     config.max_hang_restarts = static_cast<unsigned>(parse_uint(key, value, 0, 100));
   } else if (key == "munge_socket") {
@@ -449,6 +455,8 @@ std::string render(const DaemonConfig& config) {
       << "hang_timeout_floor=" << seconds_text(config.hang_timeout_floor) << "\n"
       << "hang_signal_grace=" << seconds_text(config.hang_signal_grace) << "\n"
       << "max_hang_restarts=" << config.max_hang_restarts << "\n"
+      << "failure_check=" << (config.failure_check ? "quick" : "none") << "\n"
+      << "failure_check_timeout=" << seconds_text(config.failure_check_timeout) << "\n"
       << "backoff=" << seconds_text(config.backoff) << "\n"
       << "probe_interval=" << seconds_text(config.probe_interval) << "\n"
       << "probe_failures=" << config.probe_failures << "\n"

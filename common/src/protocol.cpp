@@ -532,6 +532,9 @@ json HeartbeatRequest::to_json() const {
           {{"job_id", step.job_id}, {"step_id", step.step_id}, {"ranks", std::move(ranks)}});
     }
   }
+  if (checked)
+    body["checked"] = {
+        {"id", checked->id}, {"passed", checked->passed}, {"detail", checked->detail}};
   return body;
 }
 
@@ -590,6 +593,15 @@ HeartbeatRequest HeartbeatRequest::from_json(const json& body) {
       request.progress.push_back(std::move(step));
     }
   }
+  if (body.contains("checked")) {
+    const auto& item = body["checked"];
+    if (!item.is_object()) bad("'checked' must be an object");
+    if (!item.contains("id") || !item["id"].is_number_unsigned() ||
+        item["id"].get<std::uint64_t>() == 0)
+      bad("'checked': 'id' must be a positive integer");
+    request.checked = CheckDone{item["id"].get<std::uint64_t>(), get_bool(item, "passed"),
+                                get_string(item, "detail", kMaxCheckDetailBytes)};
+  }
   if (!body.contains("peers")) return request;
   const auto& peers = body["peers"];
   if (!peers.is_object()) bad("'peers' must be an object of node names and probe results");
@@ -609,6 +621,7 @@ HeartbeatRequest HeartbeatRequest::from_json(const json& body) {
 
 json HeartbeatReply::to_json() const {
   json result = json::object();
+  if (check) result["check"] = {{"id", check->id}, {"timeout_ms", check->timeout_ms}};
   if (probe.empty()) return result;
   result["probe"] = json::array();
   for (const auto& p : probe) {
@@ -622,6 +635,16 @@ json HeartbeatReply::to_json() const {
 HeartbeatReply HeartbeatReply::from_json(const json& result) {
   result_object(result);
   HeartbeatReply reply;
+  if (result.contains("check")) {
+    const auto& item = result["check"];
+    if (!item.is_object() || !item.contains("id") || !item["id"].is_number_unsigned() ||
+        item["id"].get<std::uint64_t>() == 0)
+      bad("'check' must be an object with a positive 'id'");
+    const auto timeout = get_u32(item, "timeout_ms");
+    if (timeout == 0 || timeout > 600'000)
+      bad("'check': 'timeout_ms' is " + std::to_string(timeout) + ": expected 1 to 600000");
+    reply.check = CheckAsk{item["id"].get<std::uint64_t>(), timeout};
+  }
   if (!result.contains("probe")) return reply;
   const auto& list = result["probe"];
   if (!list.is_array()) bad("'probe' must be an array");

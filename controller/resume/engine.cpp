@@ -151,8 +151,10 @@ void Engine::tick() {
     said_old_step_.clear();
     said_unregistered_.clear();
     hang_samples_.clear();
+    failure_checks_.clear();
     return;
   }
+  std::erase_if(failure_checks_, [&](const auto& entry) { return !active.contains(entry.first); });
   std::erase_if(hang_samples_, [&](const auto& entry) {
     return std::ranges::none_of(steps,
                                 [&](const StoredStep& s) { return s.step.run_id == entry.first; });
@@ -636,6 +638,10 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
                        released.size() == 1 ? "it" : "them"));
     return;
   }
+  // A failed end with no node at fault: the nodes' quick checks first.
+  if (found.empty() && released.empty() && step.state == StepState::ended &&
+      !failure_checked(step, nodes, found))
+    return;
   if (held_back(step, *job, found)) return;  // the guard rails: observe, paused, breaker
   const auto hosts = step_hosts(step);
   if (!found.empty() &&
@@ -672,9 +678,14 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   if (step.state == StepState::ended && clock_.since(step.ended()) >= config_.end_window &&
       std::ranges::none_of(step_hosts(step), [this](const std::string& host) {
         return missed_probe(host) || suspects_.contains(host);
-      }))
+      })) {
+    const auto check = failure_checks_.find(step.key());
     decide(step, Verdict::no_fault,
-           "no node of the step failed; srun keeps the step's own exit status");
+           fmt::format("no node of the step failed{}; srun keeps the step's own exit status",
+                       check == failure_checks_.end() || check->second.found.empty()
+                           ? ""
+                           : "; " + check->second.found));
+  }
 }
 
 void Engine::job_gone(StoredStep& step, const std::optional<slurm::JobInfo>& job) {

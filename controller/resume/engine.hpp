@@ -214,6 +214,12 @@ class Engine {
   // What the attempt's tasks said of their progress so far, into the
   // repair's facts (whether any beat, the highest step).
   void note_progress(StoredStep& step);
+  // After a failed end with no node at fault (failure_check=quick): the
+  // quick checks asked of the agents of the step's nodes, once; false while
+  // they run (failure_check_timeout at most). `failed` gets the nodes whose
+  // checks failed.
+  bool failure_checked(const StoredStep& step, const NodeMap& nodes,
+                       std::vector<FailedNode>& failed);
   // The run's attempts up to `step`, oldest first (`step` last, as given).
   std::vector<StoredStep> run_attempts(const StoredStep& step);
   // Whether each of `attempts` passed the highest step of those before it.
@@ -387,6 +393,15 @@ class Engine {
   // the last kHangSamples.
   std::map<std::string, std::vector<std::chrono::milliseconds>> hang_samples_;
   static constexpr std::size_t kHangSamples = 1000;
+  // The quick checks after a failed end, by step: each node's ask, when
+  // they were asked, and once settled what they found, in words.
+  struct FailureCheck {
+    std::map<std::string, std::uint64_t> asked;
+    Steady::time_point since{};
+    bool settled = false;
+    std::string found;
+  };
+  std::map<std::string, FailureCheck> failure_checks_;
 
   Outbox outbox_;
 

@@ -26,6 +26,16 @@ bool ExitReports::all_clean(const std::string& step, const std::vector<std::stri
   return it != steps_.end() && all_clean_locked(it->second, hosts);
 }
 
+bool ExitReports::any_failed(const std::string& step, const std::vector<std::string>& hosts) const {
+  std::lock_guard lock(mutex_);
+  const auto it = steps_.find(step);
+  if (it == steps_.end()) return false;
+  return std::ranges::any_of(hosts, [&](const std::string& host) {
+    const auto node = it->second.nodes.find(host);
+    return node != it->second.nodes.end() && !node->second;
+  });
+}
+
 bool ExitReports::all_clean_locked(const Entry& entry,
                                    const std::vector<std::string>& hosts) const {
   return !hosts.empty() && std::ranges::all_of(hosts, [&](const std::string& host) {

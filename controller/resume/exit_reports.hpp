@@ -31,6 +31,8 @@ class ExitReports {
            const std::vector<std::string>& hosts);
   // Whether every one of `hosts` reported clean for `step` (false for none).
   bool all_clean(const std::string& step, const std::vector<std::string>& hosts) const;
+  // Whether one of `hosts` reported a task of `step` that did not exit 0.
+  bool any_failed(const std::string& step, const std::vector<std::string>& hosts) const;
   void forget(const std::string& step);
   std::size_t steps() const;
 

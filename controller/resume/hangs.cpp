@@ -1,19 +1,23 @@
-// The resume engine's hung steps (docs/resume.md, "Hangs and crashes"): a
-// step whose tasks stopped beating is repaired like a node fault with no
-// node at fault. The `hung` event names who stopped first; the hang signal
-// (if asked for) reaches every task, and after its grace the step is
-// cancelled and relaunched in place from its checkpoint, counted in the
-// relaunch budget; hangs in a row with no new highest step end in give_up.
+// The resume engine's failures that Slurm does not see (docs/resume.md,
+// "Hangs and crashes"). A step whose tasks stopped beating is repaired like
+// a node fault with no node at fault: the `hung` event names who stopped
+// first; the hang signal (if asked for) reaches every task, and after its
+// grace the step is cancelled and relaunched in place from its checkpoint,
+// counted in the relaunch budget; hangs in a row with no new highest step
+// end in give_up. A step that failed with no node at fault waits for the
+// quick checks of its nodes' agents: a node that fails one is a fault.
 
 #include <fmt/core.h>
 
 #include <algorithm>
 
 #include "autoresume/progress.hpp"
+#include "autoresume/text.hpp"
 #include "gate.hpp"
 #include "log.hpp"
 #include "resume/detail.hpp"
 #include "resume/engine.hpp"
+#include "slurm_adapter.hpp"  // hostlists
 
 namespace ar {
 
@@ -134,6 +138,73 @@ bool Engine::hang_signalled(StoredStep& step, const slurm::JobInfo& job) {
                    signal_text(signal), job.job_id, step.step.step_id,
                    whole_seconds(config_.hang_signal_grace)));
   return config_.hang_signal_grace.count() == 0;
+}
+
+bool Engine::failure_checked(const StoredStep& step, const NodeMap& nodes,
+                             std::vector<FailedNode>& failed) {
+  if (!config_.failure_check) return true;
+  const auto k = step.key();
+  const auto hosts = step_hosts(step);
+  auto it = failure_checks_.find(k);
+  if (it == failure_checks_.end()) {
+    // Only a step a node of which said a task failed; only nodes whose
+    // agent beats (no agent, no check: said in the verdict).
+    if (!reports_.exits.any_failed(k, hosts)) return true;
+    FailureCheck check;
+    check.since = clock_.now();
+    for (const auto& host : hosts)
+      if (keeper_.life_of(host).view == AgentView::beating)
+        check.asked[host] = reports_.checks.ask(host, config_.failure_check_timeout);
+    if (check.asked.empty()) {
+      check.settled = true;  // no agent: no check, as where none runs
+    } else {
+      std::vector<std::string> asked;
+      for (const auto& [host, id] : check.asked) asked.push_back(host);
+      log::info("step {}: it failed; checking {} (failure_check=quick, {} s at most)", k,
+                slurm::compress_hostlist(asked), whole_seconds(config_.failure_check_timeout));
+      reports_.checks.checking(k, slurm::compress_hostlist(asked));
+    }
+    it = failure_checks_.emplace(k, std::move(check)).first;
+  }
+  auto& check = it->second;
+  if (check.settled) return true;
+  std::vector<std::string> passed;
+  std::vector<std::string> unknown;
+  std::vector<std::string> what;
+  std::vector<FailedNode> found;
+  for (const auto& [host, id] : check.asked) {
+    const auto done = reports_.checks.outcome(host, id);
+    if (!done) {
+      if (clock_.now() - check.since < config_.failure_check_timeout) return false;
+      unknown.push_back(host);
+      continue;
+    }
+    if (done->passed) {
+      passed.push_back(host);
+      continue;
+    }
+    std::int64_t instance = 0;
+    health_of(host, true, nodes, instance);
+    // The checker marked the node (as a health check does): the repair
+    // keeps its mark.
+    const auto why = fmt::format("{}quick check after the step failed: {}", kCheckFailed,
+                                 printable(done->detail));
+    found.push_back({host, why, instance});
+    what.push_back(fmt::format("{}: {}", host, printable(done->detail)));
+  }
+  for (const auto& [host, id] : check.asked) reports_.checks.forget(host, id);
+  reports_.checks.checked(k);
+  check.settled = true;
+  std::vector<std::string> parts;
+  if (!found.empty()) parts.push_back("failed on " + join(what, ", "));
+  if (!passed.empty()) parts.push_back("passed on " + slurm::compress_hostlist(passed));
+  if (!unknown.empty())
+    parts.push_back(fmt::format("no answer from {} within {} s", slurm::compress_hostlist(unknown),
+                                whole_seconds(config_.failure_check_timeout)));
+  check.found = "quick checks after the step failed: " + join(parts, "; ");
+  log::info("step {}: {}", k, check.found);
+  failed = std::move(found);
+  return true;
 }
 
 }  // namespace ar

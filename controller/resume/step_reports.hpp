@@ -7,6 +7,7 @@
 // locks itself (the server's threads write, the engine's reads).
 
 #include "resume/exit_reports.hpp"
+#include "resume/failure_checks.hpp"
 #include "resume/progress.hpp"
 #include "resume/verdict_asks.hpp"
 
@@ -16,6 +17,7 @@ struct StepReports {
   ExitReports exits;         // tasks_exited, per step; forgotten once it is decided
   VerdictAsks asks;          // verdict requests, per step
   ProgressReports progress;  // the node agents' reports of the progress files
+  FailureChecks checks;      // the quick checks asked of the agents after a failed step
 };
 
 }  // namespace ar

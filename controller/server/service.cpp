@@ -268,7 +268,10 @@ proto::HeartbeatReply Service::do_heartbeat(NodeKeeper& keeper,
   // The agent is its node's (the heartbeat was taken from its address); the
   // engine uses a node's reports only for the steps slurmctld runs there.
   reports_.progress.report(request.node, request.progress, clock_.now());
-  return {keeper.peer_work(request.node, request.peers)};
+  if (request.checked) reports_.checks.answer(request.node, *request.checked);
+  proto::HeartbeatReply reply{keeper.peer_work(request.node, request.peers)};
+  reply.check = reports_.checks.asked(request.node);
+  return reply;
 }
 
 proto::ReplaceReply Service::do_replace(NodeKeeper& keeper, const proto::ReplaceRequest& request,
@@ -374,9 +377,12 @@ proto::VerdictReply Service::do_verdict(const proto::VerdictRequest& request, ui
     reply.message = "running";
   } else {
     reply.verdict = Verdict::wait;
-    reply.message = step.state == StepState::ended
-                        ? std::string("checking the step's nodes")
-                        : "repairing the allocation (" + std::string(name_of(step.phase)) + ")";
+    const auto checking = reports_.checks.checking_of(step.key());
+    reply.message =
+        step.state != StepState::ended
+            ? "repairing the allocation (" + std::string(name_of(step.phase)) + ")"
+        : checking ? fmt::format("checking {} after the step failed (failure_check)", *checking)
+                   : std::string("checking the step's nodes");
   }
   return reply;
 }

@@ -344,7 +344,8 @@ controller_down() {
   rm -f "$WORK/controller.pid"
   ((rc == 0)) || fail "auto-resumed exited with status $rc: $(tail -n 30 "$WORK/controller.log")"
 }
-# agents_up NODE...: a node agent per NODE, sending heartbeats every second.
+# agents_up NODE...: a node agent per NODE, sending heartbeats every second
+# (with the array AGENT_ARGS's options, if set).
 # Each carries its node's marker, so that kill-node and freeze-node take it
 # down with the node's slurmd, as on a real host. AGENT_PID[NODE] holds its PID.
 declare -A AGENT_PID
@@ -353,7 +354,8 @@ agents_up() {
   local node
   for node in "$@"; do
     AR_CLUSTER_NODE="$CLUSTER:$node" setsid "$AR_AGENT" --node "$node" --interval 1 \
-      --progress-dir "$CLUSTER/progress" >>"$WORK/agent-$node.log" 2>&1 &
+      --progress-dir "$CLUSTER/progress" ${AGENT_ARGS[@]+"${AGENT_ARGS[@]}"} \
+      >>"$WORK/agent-$node.log" 2>&1 &
     AGENT_PID[$node]=$!
     # shellcheck disable=SC2016 # expanded when the test ends
     on_exit "kill -CONT ${AGENT_PID[$node]} 2>/dev/null; kill -TERM ${AGENT_PID[$node]} 2>/dev/null"

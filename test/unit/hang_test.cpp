@@ -14,6 +14,7 @@
 #include "autoresume/protocol.hpp"
 #include "engine_rig.hpp"
 #include "resume/progress.hpp"
+#include "server/service.hpp"
 
 using ar::Beat;
 using ar::parse_beat;
@@ -421,4 +422,161 @@ TEST_CASE("a hang after a new highest step is relaunched again, and so is a faul
   rig.slurm.nodes["node4"].down = true;
   REQUIRE(rig.tick_until([&] { return rig.step(2).state == StepState::decided; }, 100ms));
   CHECK(rig.step(2).verdict == Verdict::relaunch);
+}
+
+namespace {
+
+// Step 10.0 protected, node1-4's agents heard through the server's
+// heartbeat op (as root, from each node's address); srun said it ended.
+struct CheckRig : Rig {
+  std::unique_ptr<ar::Service> service;
+  CheckRig() {
+    service = std::make_unique<ar::Service>(
+        *store, slurm, clock, [] {}, reports, *verdicts, keeper.get(), &config);
+    protect();
+    engine->tick();  // the keeper's first look: heartbeats are taken from now
+  }
+  ar::proto::json call(const std::string& op, ar::proto::json body, uid_t caller,
+                       const std::string& peer = "127.0.0.1") {
+    const auto request = ar::proto::parse_request(ar::proto::make_request(1, op, std::move(body)));
+    return ar::proto::json::parse(service->handle(request, caller, peer));
+  }
+  // NODE's agent beats (with `checked`, if given); the reply's result.
+  ar::proto::json beat(const std::string& node,
+                       std::optional<ar::proto::CheckDone> checked = std::nullopt) {
+    ar::proto::HeartbeatRequest request{node, false, {}};
+    request.interval_ms = 1000;
+    request.checked = std::move(checked);
+    return call("heartbeat", request.to_json(), 0, slurm.nodes.at(node).address)["result"];
+  }
+  void beat_all() {
+    for (const auto* node : {"node1", "node2", "node3", "node4"}) beat(node);
+  }
+  // Every node's step daemon reports; node3's task failed. srun ends.
+  void fail_on_node3() {
+    const std::vector<std::string> hosts{"node1", "node2", "node3", "node4"};
+    for (std::uint32_t i = 0; i < hosts.size(); ++i) {
+      const auto& node = hosts[i];
+      ar::proto::TasksExitedRequest report;
+      report.job_id = 10;
+      report.node = node;
+      report.node_id = i;
+      report.run_id = "r";
+      report.attempt = 0;
+      report.tasks = 1;
+      report.failed = node == "node3" ? 1 : 0;
+      call("tasks_exited", report.to_json(), 0);
+    }
+    call("verdict", {{"run_id", "r"}, {"attempt", 0}, {"ended", true}}, 1000);
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "a failed step waits for its nodes' quick checks, and when all pass it is no_fault, saying so",
+    "[hang][checks]") {
+  CheckRig rig;
+  rig.beat_all();
+  rig.fail_on_node3();
+  rig.engine->tick();
+  // Each agent is asked once, in its next heartbeat's reply.
+  std::map<std::string, std::uint64_t> asks;
+  for (const auto* node : {"node1", "node2", "node3", "node4"}) {
+    const auto reply = rig.beat(node);
+    REQUIRE(reply.contains("check"));
+    CHECK(reply["check"]["timeout_ms"] == 30000);
+    asks[node] = reply["check"]["id"].get<std::uint64_t>();
+  }
+  // srun hears what it waits for.
+  const auto waiting =
+      rig.call("verdict", {{"run_id", "r"}, {"attempt", 0}, {"ended", true}}, 1000);
+  CHECK(waiting["result"]["message"] == "checking node[1-4] after the step failed (failure_check)");
+  rig.clock.advance(5s);  // past end_window: the checks still hold the verdict
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::ended);
+  for (const auto& [node, id] : asks) rig.beat(node, ar::proto::CheckDone{id, true, ""});
+  CHECK_FALSE(rig.beat("node1").contains("check"));  // answered: no longer asked
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::no_fault);
+  CHECK(rig.step().message ==
+        "no node of the step failed; quick checks after the step failed: passed on node[1-4]; "
+        "srun keeps the step's own exit status");
+}
+
+TEST_CASE("a node whose quick check failed is a fault: the step is relaunched without it",
+          "[hang][checks]") {
+  CheckRig rig;
+  rig.beat_all();
+  rig.fail_on_node3();
+  rig.engine->tick();
+  for (const auto* node : {"node1", "node2", "node3", "node4"}) {
+    const auto id = rig.beat(node)["check"]["id"].get<std::uint64_t>();
+    const bool bad = std::string(node) == "node3";
+    rig.beat(node, ar::proto::CheckDone{id, !bad, bad ? "gpu: fail: GPU 0 is lost" : ""});
+  }
+  rig.engine->start_writes();
+  REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }, 100ms));
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.detail("detected") ==
+        "step 10.0 attempt 0: node3: a health check failed: quick check after the step failed: "
+        "gpu: fail: GPU 0 is lost");
+  CHECK(rig.step().repair.failed_nodes() == std::vector<std::string>{"node3"});
+}
+
+TEST_CASE("quick checks that do not answer within failure_check_timeout, or none asked",
+          "[hang][checks]") {
+  {
+    CheckRig rig;
+    rig.beat_all();
+    rig.fail_on_node3();
+    rig.engine->tick();
+    rig.beat_all();
+    rig.clock.advance(29s);
+    rig.engine->tick();
+    CHECK(rig.step().state == StepState::ended);
+    rig.clock.advance(1s);
+    rig.engine->tick();
+    CHECK(rig.step().verdict == Verdict::no_fault);
+    CHECK(rig.step().message.find("no answer from node[1-4] within 30 s") != std::string::npos);
+  }
+  {
+    CheckRig rig;  // no agent heard: no check, end_window as before
+    rig.fail_on_node3();
+    rig.clock.advance(3s);
+    rig.engine->tick();
+    CHECK(rig.step().message ==
+          "no node of the step failed; srun keeps the step's own exit status");
+  }
+  {
+    CheckRig rig;
+    rig.config.failure_check = false;
+    rig.beat_all();
+    rig.fail_on_node3();
+    rig.engine->tick();
+    CHECK_FALSE(rig.beat("node1").contains("check"));
+  }
+}
+
+TEST_CASE("a quick check's ask and answer on the wire", "[hang][checks]") {
+  using ar::proto::json;
+  ar::proto::HeartbeatReply reply;
+  reply.check = ar::proto::CheckAsk{3, 30000};
+  CHECK(reply.to_json().dump() == R"({"check":{"id":3,"timeout_ms":30000}})");
+  CHECK(ar::proto::HeartbeatReply::from_json(reply.to_json()).check == reply.check);
+  CHECK_THROWS_AS(
+      ar::proto::HeartbeatReply::from_json(json::parse(R"({"check":{"id":0,"timeout_ms":5}})")),
+      ar::proto::ProtocolError);
+  CHECK_THROWS_AS(
+      ar::proto::HeartbeatReply::from_json(json::parse(R"({"check":{"id":1,"timeout_ms":0}})")),
+      ar::proto::ProtocolError);
+  ar::proto::HeartbeatRequest beat{"node1", false, {}};
+  beat.checked = ar::proto::CheckDone{3, false, "gpu: fail: lost"};
+  CHECK(beat.to_json().dump() ==
+        R"({"checked":{"detail":"gpu: fail: lost","id":3,"passed":false},"node":"node1"})");
+  CHECK(ar::proto::HeartbeatRequest::from_json(beat.to_json()).checked == beat.checked);
+  CHECK_THROWS_AS(ar::proto::HeartbeatRequest::from_json(
+                      json::parse(R"({"node":"n","checked":{"id":1,"passed":false,"detail":")" +
+                                  std::string(1025, 'x') + R"("}})")),
+                  ar::proto::ProtocolError);
 }

@@ -127,6 +127,11 @@ struct DaemonConfig {
   std::chrono::milliseconds hang_timeout_floor{60'000};
   std::chrono::milliseconds hang_signal_grace{10'000};
   unsigned max_hang_restarts = 3;
+  // After a protected step failed with no node at fault, the node agents
+  // run their quick checks (quick; none: off) and the verdict waits for
+  // them failure_check_timeout at most. docs/resume.md.
+  bool failure_check = true;
+  std::chrono::milliseconds failure_check_timeout{30'000};
   // munged's socket for decoding credentials; empty: munge's default.
   std::string munge_socket;
 

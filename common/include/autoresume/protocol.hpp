@@ -346,6 +346,22 @@ struct StepProgress {
   std::vector<RankProgress> ranks{};  // the ranks that beat at least once
   bool operator==(const StepProgress&) const = default;
 };
+// The quick checks (docs/resume.md, "Hangs and crashes"): the controller
+// asks a node's agent to run them once a protected step failed ("check" in
+// the reply), and the agent says how they went ("checked") in its
+// heartbeats while the controller still asks.
+inline constexpr std::size_t kMaxCheckDetailBytes = 1024;
+struct CheckAsk {
+  std::uint64_t id = 0;          // 1 or more: the controller's, for this ask
+  std::uint32_t timeout_ms = 0;  // the longest the checks may take (1 ms to 10 min)
+  bool operator==(const CheckAsk&) const = default;
+};
+struct CheckDone {
+  std::uint64_t id = 0;
+  bool passed = false;  // false: a check failed (the checker's exit status 1)
+  std::string detail;   // what failed, or why nothing could be told (printable, 1 KiB at most)
+  bool operator==(const CheckDone&) const = default;
+};
 struct HeartbeatRequest {
   static constexpr const char* kOp = "heartbeat";
   using Reply = HeartbeatReply;
@@ -360,12 +376,15 @@ struct HeartbeatRequest {
   // The node's progress files, per step ("progress"; left out when empty):
   // at most kMaxProgressSteps steps and kMaxProgressRanks ranks in all.
   std::vector<StepProgress> progress{};
+  // The quick checks' outcome, for the ask it answers ("checked").
+  std::optional<CheckDone> checked{};
 
   json to_json() const;
   static HeartbeatRequest from_json(const json& body);
 };
 struct HeartbeatReply {
-  std::vector<PeerProbe> probe;  // at most kMaxPeerProbes; left out when empty
+  std::vector<PeerProbe> probe;     // at most kMaxPeerProbes; left out when empty
+  std::optional<CheckAsk> check{};  // run the quick checks now ("check"; left out when none)
 
   json to_json() const;
   static HeartbeatReply from_json(const json& result);
