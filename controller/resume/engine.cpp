@@ -642,6 +642,7 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   if (found.empty() && released.empty() && step.state == StepState::ended &&
       !failure_checked(step, nodes, found))
     return;
+  if (!found.empty() && step.state == StepState::ended) end_failure_check(step, found);
   if (held_back(step, *job, found)) return;  // the guard rails: observe, paused, breaker
   const auto hosts = step_hosts(step);
   if (!found.empty() &&

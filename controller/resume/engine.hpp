@@ -220,6 +220,9 @@ class Engine {
   // checks failed.
   bool failure_checked(const StoredStep& step, const NodeMap& nodes,
                        std::vector<FailedNode>& failed);
+  // A fault found while the quick checks run: they are over (a node
+  // whose checker marked it before its answer came counts as failed).
+  void end_failure_check(const StoredStep& step, const std::vector<FailedNode>& found);
   // The run's attempts up to `step`, oldest first (`step` last, as given).
   std::vector<StoredStep> run_attempts(const StoredStep& step);
   // Whether each of `attempts` passed the highest step of those before it.

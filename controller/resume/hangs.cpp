@@ -140,6 +140,24 @@ bool Engine::hang_signalled(StoredStep& step, const slurm::JobInfo& job) {
   return config_.hang_signal_grace.count() == 0;
 }
 
+void Engine::end_failure_check(const StoredStep& step, const std::vector<FailedNode>& found) {
+  const auto k = step.key();
+  const auto it = failure_checks_.find(k);
+  if (it == failure_checks_.end() || it->second.settled) return;
+  auto& check = it->second;
+  std::vector<std::string> what;
+  for (const auto& f : found)
+    if (check.asked.contains(f.node) && f.why.starts_with(kCheckFailed))
+      what.push_back(fmt::format("{}: {}", f.node, f.why.substr(kCheckFailed.size())));
+  for (const auto& [host, id] : check.asked) reports_.checks.forget(host, id);
+  reports_.checks.checked(k);
+  check.settled = true;
+  if (what.empty()) return;  // another fault: the checks are not waited for
+  check.found = "quick checks after the step failed: failed on " + join(what, ", ");
+  log::info("step {}: {}", k, check.found);
+  store_.add_event(step, {EventKind::check_failed, check.found});
+}
+
 bool Engine::failure_checked(const StoredStep& step, const NodeMap& nodes,
                              std::vector<FailedNode>& failed) {
   if (!config_.failure_check) return true;
@@ -203,6 +221,8 @@ bool Engine::failure_checked(const StoredStep& step, const NodeMap& nodes,
                                 whole_seconds(config_.failure_check_timeout)));
   check.found = "quick checks after the step failed: " + join(parts, "; ");
   log::info("step {}: {}", k, check.found);
+  store_.add_event(step,
+                   {found.empty() ? EventKind::checked : EventKind::check_failed, check.found});
   failed = std::move(found);
   return true;
 }

@@ -57,6 +57,12 @@ ControllerMetrics::ControllerMetrics() {
               {5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 1800, 3600});
   r.counter("auto_resume_hangs_total",
             "Protected steps found hung: their tasks stopped beating (AUTO_RESUME_PROGRESS).");
+  r.counter("auto_resume_failure_checks_total",
+            "Protected steps that failed with no node at fault and whose nodes ran the quick "
+            "checks, by outcome (failed: a node failed one and the step was repaired; passed).",
+            {"outcome"});
+  for (const auto* outcome : {"passed", "failed"})
+    r.touch("auto_resume_failure_checks_total", {outcome});
   r.counter("auto_resume_nodes_marked_total",
             "Nodes the controller marked FAIL (silent node agents).");
   r.counter("auto_resume_node_replacements_requested_total",
@@ -108,6 +114,8 @@ void ControllerMetrics::event(std::string_view kind, bool node_event) {
   for (const auto verdict : kVerdicts)
     if (kind == verdict) registry_.add("auto_resume_verdicts_total", {std::string(kind)});
   if (const auto counter = counter_of(kind, node_event); !counter.empty()) registry_.add(counter);
+  if (kind == "checked" || kind == "check_failed")
+    registry_.add("auto_resume_failure_checks_total", {kind == "checked" ? "passed" : "failed"});
 }
 
 void ControllerMetrics::request(std::string_view op, std::string_view outcome) {

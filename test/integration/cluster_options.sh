@@ -114,7 +114,7 @@ note "up with --accounting --gpus 2 --cred-expire 10 --controller --agents took 
 port=$(sed -n 's/^listen=127\.0\.0\.1:\([0-9]*\)$/\1/p' "$CLUSTER/etc/auto-resumed.conf")
 [[ -n $port ]] || fail "no listen=127.0.0.1:PORT in $CLUSTER/etc/auto-resumed.conf: $(cat "$CLUSTER/etc/auto-resumed.conf")"
 assert_contains "$CLUSTER/etc/plugstack.conf" \
-  "^required $AR_PLUGIN controller=127\.0\.0\.1:$port munge_socket=$CLUSTER/munge/munge\.sock$" "plugstack.conf"
+  "^required $AR_PLUGIN controller=127\.0\.0\.1:$port munge_socket=$CLUSTER/munge/munge\.sock progress_dir=$CLUSTER/progress$" "plugstack.conf"
 unset AUTO_RESUME_CONTROLLER AUTO_RESUME_MUNGE_SOCKET
 "$CLUSTER_CMD" env "$CLUSTER" >env.out
 eval "$(cat env.out)"

@@ -16,11 +16,7 @@ source "$(dirname "$0")/lib.sh"
 cluster_up --nodes 5
 CONTROLLER_CONF=$'end_window=1\nfailure_check_timeout=20' controller_up
 cd "$WORK" || exit
-fixtures=$AR_SOURCE_DIR/test/unit/fixtures/nvidia-smi
-for name in healthy-2 lost-gpu; do
-  printf '#!/bin/sh\ncat %q\n' "$fixtures/$name.xml" >"nvidia-smi-$name"
-  chmod +x "nvidia-smi-$name"
-done
+make_nvidia_smi_stubs
 # The checker the agents run (--node NODE): NODE's GPUs as
 # $WORK/gpu-NODE says (healthy-2 without it).
 cat >quick-check <<SCRIPT
@@ -54,6 +50,7 @@ assert_contains healthy.out "^srun exit 1$" "the healthy job's output"
 assert_not_contains healthy.out "attempt=1" "the healthy job's output (no relaunch)"
 "$AR_CLI" events >events.out
 assert_contains events.out "job $healthy [^ ]+ no_fault: no node of the step failed; quick checks after the step failed: passed on node\[1-4\]; srun keeps the step's own exit status" "the no_fault"
+assert_contains events.out "job $healthy [^ ]+ checked: quick checks after the step failed: passed on node\[1-4\]" "the checked event"
 [[ $(sinfo -h -N -t fail,down,drain -o %N) == "" ]] || fail "a node was marked: $(sinfo -N)"
 
 # 2. node3's GPU lost: replaced, and the step relaunched.
@@ -69,4 +66,5 @@ assert_contains lost.out "attempt=1 rank=[0-9] node=node5" "attempt 1 on the rep
 assert_not_contains lost.out "attempt=1 rank=[0-9] node=node3" "the lost-GPU job's output"
 "$AR_CLI" events >events.out
 assert_contains events.out "job $lost [^ ]+ detected: step $lost\.0 attempt 0: node3: a health check failed: (quick check after the step failed: gpu: fail|Action:Replace gpu): GPU 00000000:2A:00\.0 is not readable" "the fault"
+assert_contains events.out "job $lost [^ ]+ check_failed: quick checks after the step failed: failed on node3: (gpu: fail|Action:Replace gpu): GPU 00000000:2A:00\.0 is not readable" "the check_failed event"
 assert_contains events.out "job $lost [^ ]+ relaunch: relaunching run $lost\.0-[0-9a-f]+ as attempt 1 on node\[1-2,4-5\]" "the relaunch"

@@ -44,7 +44,7 @@ assert_contains ddp.out "^resumed from step 10$" "the training's output"
 assert_contains ddp.out "most recent call first" "the stacks the hang signal printed"
 assert_contains ddp.out "srun exit 0" "the batch script's output"
 "$AR_CLI" events >events.out
-assert_contains events.out "hung: rank 2 on node3 \(last beat [0-9]+ s ago, at step 11\) stopped beating first; 3 other ranks stopped later, last [0-9]+ s ago, at step 12 \(hang timeout 10 s\)" "the hung event"
+assert_contains events.out "hung: rank 2 on node3 \(last beat [0-9]+ s ago, at step 11\) stopped beating first; 3 other ranks (beat since|stopped later), last [0-9]+ s ago, at step 12 \(hang timeout 10 s\)" "the hung event"
 assert_contains events.out "hang_signal: SIGUSR1 sent to every task of step $job\.0" "the hang signal's event"
 assert_contains events.out "relaunching run $job\.0-[0-9a-f]+ as attempt 1 on node\[1-4\]; the step hung" "the relaunch"
 assert_not_contains events.out "marked|set FAIL" "the events (no node is taken for a hang)"

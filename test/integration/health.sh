@@ -12,11 +12,7 @@ source "$(dirname "$0")/lib.sh"
 cluster_up --nodes 5 --gpus 1
 CONTROLLER_CONF='end_window=1' controller_up
 cd "$WORK" || exit
-fixtures=$AR_SOURCE_DIR/test/unit/fixtures/nvidia-smi
-for name in healthy-2 lost-gpu; do
-  printf '#!/bin/sh\ncat %q\n' "$fixtures/$name.xml" >"nvidia-smi-$name"
-  chmod +x "nvidia-smi-$name"
-done
+make_nvidia_smi_stubs
 make_training_step
 make_training_job 40
 

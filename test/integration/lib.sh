@@ -458,8 +458,19 @@ live_pids() {
   return 0
 }
 
+# make_nvidia_smi_stubs: $WORK/nvidia-smi-healthy-2 and $WORK/nvidia-smi-lost-gpu,
+# nvidia-smi stand-ins that print the unit tests' fixtures (2 healthy GPUs;
+# one fallen off the bus).
+make_nvidia_smi_stubs() {
+  local name fixtures=$AR_SOURCE_DIR/test/unit/fixtures/nvidia-smi
+  for name in healthy-2 lost-gpu; do
+    printf '#!/bin/sh\ncat %q\n' "$fixtures/$name.xml" >"$WORK/nvidia-smi-$name"
+    chmod +x "$WORK/nvidia-smi-$name"
+  done
+}
 # make_training_step: $WORK/step.sh CKPT STEPS, a stand-in for training run
-# by srun: rank 0 checkpoints the step reached into CKPT every 0.25 s; every
+# by srun: rank 0 checkpoints the step reached into CKPT every 0.25 s, and
+# every rank beats with it (AUTO_RESUME_PROGRESS, where the plugin set it); every
 # rank starts from the checkpoint and prints one line saying so. Past STEPS,
 # every rank waits while CKPT.hold exists (a test holds the step running).
 make_training_step() {
@@ -475,6 +486,7 @@ echo "attempt=${AUTO_RESUME_ATTEMPT:-} restarts=${SLURM_RESTART_COUNT:-0} rank=$
 for ((i = start + 1; i <= steps; i++)); do
   nap 0.25
   if ((SLURM_PROCID == 0)); then echo "$i" >"$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; fi
+  [[ -z ${AUTO_RESUME_PROGRESS:-} ]] || echo "$i" >"$AUTO_RESUME_PROGRESS"
 done
 while [[ -e $ckpt.hold ]]; do nap 0.25; done
 if ((SLURM_PROCID == 0)); then echo "done at step $steps"; fi

@@ -42,8 +42,10 @@ struct EngineRig : ar::test::Fakes {
     register_attempt(attempt, step_id, "node[1-4]");
   }
   // Step 10.STEP_ID of job 10 runs on `nodelist`, registered as attempt
-  // ATTEMPT of run "r" (as srun registers a relaunch).
-  void register_attempt(std::uint32_t attempt, std::uint32_t step_id, const std::string& nodelist) {
+  // ATTEMPT of run "r" (as srun registers a relaunch), with the hang
+  // options given.
+  void register_attempt(std::uint32_t attempt, std::uint32_t step_id, const std::string& nodelist,
+                        ar::HangTimeout hang = {}, std::uint32_t hang_signal = 0) {
     slurm.add_step(10, step_id, nodelist);
     ar::proto::StepRegistration step;
     step.job_id = 10;
@@ -53,6 +55,8 @@ struct EngineRig : ar::test::Fakes {
     step.argv = {"srun", "--auto-resume=1", "train"};
     step.cwd = "/w";
     step.nodelist = nodelist;
+    step.hang_timeout = hang;
+    step.hang_signal = hang_signal;
     REQUIRE(store->register_step(step, 1000) == ar::Store::Insert::created);
   }
   ar::StoredStep step(std::uint32_t attempt = 0) { return store->find("r", attempt).value(); }

@@ -324,18 +324,7 @@ struct HangRig : Rig {
     register_hung(0, 0, signal);
   }
   void register_hung(std::uint32_t attempt, std::uint32_t step_id, std::uint32_t signal = 0) {
-    slurm.add_step(10, step_id, "node[1-4]");
-    ar::proto::StepRegistration step;
-    step.job_id = 10;
-    step.step_id = step_id;
-    step.run_id = "r";
-    step.attempt = attempt;
-    step.argv = {"srun", "--auto-resume=1", "train"};
-    step.cwd = "/w";
-    step.nodelist = "node[1-4]";
-    step.hang_timeout = {10, false};
-    step.hang_signal = signal;
-    REQUIRE(store->register_step(step, 1000) == ar::Store::Insert::created);
+    register_attempt(attempt, step_id, "node[1-4]", {10, false}, signal);
   }
   // Every rank of step 10.STEP beat at `highest`, rank 2 `quiet_ms` ago.
   void beats(std::uint32_t step_id, std::uint64_t highest, std::uint32_t quiet_ms) {
@@ -502,6 +491,7 @@ TEST_CASE(
   CHECK(rig.step().message ==
         "no node of the step failed; quick checks after the step failed: passed on node[1-4]; "
         "srun keeps the step's own exit status");
+  CHECK(rig.detail("checked") == "quick checks after the step failed: passed on node[1-4]");
 }
 
 TEST_CASE("a node whose quick check failed is a fault: the step is relaunched without it",
@@ -522,6 +512,27 @@ TEST_CASE("a node whose quick check failed is a fault: the step is relaunched wi
         "step 10.0 attempt 0: node3: a health check failed: quick check after the step failed: "
         "gpu: fail: GPU 0 is lost");
   CHECK(rig.step().repair.failed_nodes() == std::vector<std::string>{"node3"});
+  CHECK(rig.detail("check_failed") ==
+        "quick checks after the step failed: failed on node3: gpu: fail: GPU 0 is lost; passed on "
+        "node[1-2,4]");
+}
+
+TEST_CASE("a checker's mark seen before its answer ends the quick checks as failed",
+          "[hang][checks]") {
+  CheckRig rig;
+  rig.beat_all();
+  rig.fail_on_node3();
+  rig.engine->tick();
+  rig.beat_all();  // asked; no answer yet
+  rig.slurm.nodes["node3"].fail = true;
+  rig.slurm.nodes["node3"].reason = "Action:Replace gpu: GPU 0 is lost";
+  rig.engine->start_writes();
+  REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }, 100ms));
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.detail("check_failed") ==
+        "quick checks after the step failed: failed on node3: Action:Replace gpu: GPU 0 is lost");
+  CHECK_FALSE(rig.slurm.updated("fail node3"));  // the checker's mark stands
+  CHECK_FALSE(rig.beat("node1").contains("check"));
 }
 
 TEST_CASE("quick checks that do not answer within failure_check_timeout, or none asked",

@@ -50,8 +50,10 @@ enum class EventKind {
   merged,
   expanded,
   error,
-  hung,         // its tasks stopped beating (progress.hpp)
-  hang_signal,  // the hang signal sent to its tasks
+  hung,          // its tasks stopped beating (progress.hpp)
+  hang_signal,   // the hang signal sent to its tasks
+  checked,       // its nodes' quick checks after it failed: none failed
+  check_failed,  // ... a node failed one (a fault: the step is repaired)
   // its verdicts
   relaunch,
   requeued,
@@ -117,7 +119,7 @@ struct Table<NodeRepairState> {
 };
 template <>
 struct Table<EventKind> {
-  static constexpr std::array<std::string_view, 46> value{"registered",
+  static constexpr std::array<std::string_view, 48> value{"registered",
                                                           "ended",
                                                           "detected",
                                                           "node_out",
@@ -131,6 +133,8 @@ struct Table<EventKind> {
                                                           "error",
                                                           "hung",
                                                           "hang_signal",
+                                                          "checked",
+                                                          "check_failed",
                                                           "relaunch",
                                                           "requeued",
                                                           "give_up",

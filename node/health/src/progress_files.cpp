@@ -15,8 +15,13 @@ namespace ar {
 
 namespace {
 
-// The names in the folder `dir` (an open descriptor, kept open).
-std::vector<std::string> names_in(int dir) {
+// The most names read of one folder: a task can make as many files as it
+// likes in its own, and the agent reads them every interval.
+constexpr std::size_t kMaxNames = 4096;
+
+// The names in the folder `dir` (an open descriptor, kept open), at most
+// kMaxNames; `truncated` is set when there were more.
+std::vector<std::string> names_in(int dir, bool& truncated) {
   std::vector<std::string> names;
   const int copy = dup(dir);
   if (copy < 0) return names;
@@ -27,7 +32,12 @@ std::vector<std::string> names_in(int dir) {
   }
   while (const dirent* entry = readdir(listing)) {
     const std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(name);
+    if (name == "." || name == "..") continue;
+    if (names.size() == kMaxNames) {
+      truncated = true;
+      break;
+    }
+    names.push_back(name);
   }
   closedir(listing);
   return names;
@@ -77,7 +87,7 @@ ProgressScan scan_progress(const std::string& base, const std::string& node,
   close(base_fd);
   if (node_fd < 0) return scan;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> steps;
-  for (const auto& name : names_in(node_fd))
+  for (const auto& name : names_in(node_fd, scan.truncated))
     if (const auto ids = parse_progress_step_name(name)) steps[*ids] = name;
   std::size_t ranks_left = proto::kMaxProgressRanks;
   for (const auto& [ids, name] : steps) {
@@ -88,7 +98,7 @@ ProgressScan scan_progress(const std::string& base, const std::string& node,
     const int dir = open_dir(node_fd, name);
     if (dir < 0) continue;
     std::map<std::uint32_t, std::string> ranks;
-    for (const auto& file : names_in(dir))
+    for (const auto& file : names_in(dir, scan.truncated))
       if (const auto rank = parse_rank_name(file)) ranks[*rank] = file;
     proto::StepProgress step{ids.first, ids.second, {}};
     for (const auto& [rank, file] : ranks) {

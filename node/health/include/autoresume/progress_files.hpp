@@ -15,7 +15,9 @@ namespace ar {
 
 struct ProgressScan {
   std::vector<proto::StepProgress> steps;  // by job, step, rank; ranks that never beat left out
-  bool truncated = false;  // more than kMaxProgressSteps steps or kMaxProgressRanks ranks
+  // More than kMaxProgressSteps steps or kMaxProgressRanks ranks, or a
+  // folder with more than 4,096 names: the rest is left out.
+  bool truncated = false;
 };
 
 // What PROGRESS_DIR/NODE holds now; `now` is the wall clock the files'
