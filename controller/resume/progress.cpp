@@ -37,7 +37,9 @@ void ProgressReports::report(const std::string& node, const std::vector<proto::S
         ++ranks_;
       } else {
         auto& rank = it->second;
-        if (last > rank.last + kSameBeat) {
+        // An interval that ends an announced section says nothing of the
+        // run's pace (auto leaves it out).
+        if (last > rank.last + kSameBeat && rank.beat.section.empty()) {
           if (seen.intervals.size() == kMaxIntervals) seen.intervals.pop_front();
           seen.intervals.push_back(std::chrono::duration_cast<milliseconds>(last - rank.last));
         }

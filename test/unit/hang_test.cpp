@@ -310,8 +310,13 @@ TEST_CASE("the reports keep intervals between beats, once each, for the engine",
   CHECK(taken[0] == std::chrono::seconds{3});
   CHECK(reports.take_intervals(10, 0).empty());
   CHECK(reports.seen(10, 0)->highest == 2U);
+  // The interval after a section's announcement is not the run's pace.
+  reports.report("node1", {{10, 0, {{0, 0, {2, "checkpoint", 600}}}}},
+                 now + std::chrono::seconds{4});
+  reports.report("node1", {{10, 0, {{0, 0, {3, "", 0}}}}}, now + std::chrono::seconds{300});
+  CHECK(reports.take_intervals(10, 0) == std::vector<std::chrono::milliseconds>{1s});
   // Forgotten once no agent reported the step for kForgetAfter.
-  reports.report("node1", {}, now + std::chrono::minutes{11});
+  reports.report("node1", {}, now + std::chrono::minutes{16});
   CHECK_FALSE(reports.seen(10, 0));
 }
 
