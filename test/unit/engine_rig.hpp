@@ -93,7 +93,7 @@ struct EngineRig : ar::test::Fakes {
   // Ticks (moving the clock a little each time) until `done` or a real deadline.
   template <typename Done>
   bool tick_until(Done done, std::chrono::milliseconds step = 500ms) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;  // a loaded machine
     while (std::chrono::steady_clock::now() < deadline) {
       engine->tick();
       if (done()) return true;

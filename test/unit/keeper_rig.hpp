@@ -76,7 +76,7 @@ struct KeeperRig : ar::test::Fakes {
   // Looks (the clock standing still) until `done`: for a provider call on
   // the keeper's own thread. False after a few seconds of real time.
   bool tick_until(const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;  // a loaded machine
     while (std::chrono::steady_clock::now() < deadline) {
       tick();
       if (done()) return true;

@@ -75,11 +75,11 @@ struct Rig {
   }
   void tick() { tick(*provisioner); }
   // Ticks until `done` holds (a provider call runs on a thread of its own),
-  // for at most 5 s.
+  // for at most 30 s (a loaded machine; done() holds within milliseconds).
   template <class Done>
   bool tick_until(Done done, ar::Provisioner* p = nullptr) {
     auto& on = p == nullptr ? *provisioner : *p;
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (true) {
       tick(on);
       if (done()) return true;
