@@ -160,8 +160,11 @@ void Engine::end_failure_check(const StoredStep& step, const std::vector<FailedN
 
 bool Engine::failure_checked(const StoredStep& step, const NodeMap& nodes,
                              std::vector<FailedNode>& failed) {
+  // Held back (observe, paused, the breaker): nothing is asked that could
+  // mark a node.
   if (!config_.failure_check) return true;
   const auto k = step.key();
+  if (!failure_checks_.contains(k) && keeper_.gate().held()) return true;
   const auto hosts = step_hosts(step);
   auto it = failure_checks_.find(k);
   if (it == failure_checks_.end()) {

@@ -565,6 +565,14 @@ TEST_CASE("quick checks that do not answer within failure_check_timeout, or none
           "no node of the step failed; srun keeps the step's own exit status");
   }
   {
+    CheckRig rig;  // observe mode: nothing asked that could mark a node
+    rig.config.mode = ar::ActionMode::observe;
+    rig.beat_all();
+    rig.fail_on_node3();
+    rig.engine->tick();
+    CHECK_FALSE(rig.beat("node1").contains("check"));
+  }
+  {
     CheckRig rig;
     rig.config.failure_check = false;
     rig.beat_all();
