@@ -604,3 +604,22 @@ TEST_CASE("a quick check's ask and answer on the wire", "[hang][checks]") {
                                   std::string(1025, 'x') + R"("}})")),
                   ar::proto::ProtocolError);
 }
+
+TEST_CASE("a hung step under observe mode is said as a would event, and left alone", "[hang]") {
+  HangRig rig(10);
+  rig.config.mode = ar::ActionMode::observe;
+  rig.engine->start_writes();
+  rig.beats(0, 20, 11000);
+  for (int i = 0; i < 5; ++i) {
+    rig.engine->tick();
+    rig.clock.advance(1s);
+  }
+  CHECK(rig.step().state == StepState::registered);
+  CHECK(rig.detail("would").find("cancel step 10.0 and relaunch run r in place (step 10.0 attempt "
+                                 "0 hung: rank 2 on node3") != std::string::npos);
+  CHECK_FALSE(rig.has_event("hung"));
+  for (const auto& update : rig.slurm.updates) {
+    CHECK(update.find("signal_step") == std::string::npos);
+    CHECK(update.find("kill_step") == std::string::npos);
+  }
+}
