@@ -29,9 +29,13 @@ exec $CLUSTER_CMD restart-node $CLUSTER "\$1" --kill
 SCRIPT
 chmod +x provider.sh
 CONTROLLER_RESTART_COMMAND="$WORK/provider.sh {node}"
-# backoff=1: relaunches after 0, 1, 2 and 4 s (scenario a restarts
-# slurmctld within that second).
-CONTROLLER_CONF=$'backoff=1\nmax_attempts=10'
+# backoff=5: relaunches after 0, 5, 10 and 20 s (scenario a restarts
+# slurmctld within those 5 s, before the relaunch goes out: with backoff=1
+# a CI run under load saw the merge late and killed slurmctld just after
+# the relaunch, before the relaunched srun could register its step, which
+# the restarted slurmctld no longer listed (Slurm 22.05 saves no state for
+# a new step): the step ran unprotected, 2026-12-05).
+CONTROLLER_CONF=$'backoff=5\nmax_attempts=10'
 controller_up
 
 # The step runs until $WORK/finish exists; rank 0 checkpoints its count.
