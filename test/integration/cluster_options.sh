@@ -137,6 +137,20 @@ tr '\0' '\n' <"/proc/$controller_pid/environ" >controller.env
 assert_contains controller.env "^AR_LOCAL_CLUSTER=$CLUSTER$" "auto-resumed's environment"
 agent1=$(<"$CLUSTER/run/auto-resume-agent-node1.pid")
 agent2=$(<"$CLUSTER/run/auto-resume-agent-node2.pid")
+# proc_id PID: PID and its start time. A PID freed by a process that ended
+# may be another's a moment later on a busy machine (pid_max 32768; a CI
+# run once found node2's killed agent's PID alive: another process's).
+proc_id() { echo "$1:$(awk '{ print $22 }' "/proc/$1/stat" 2>/dev/null)"; }
+# gone PID[:START]: that process is a zombie or gone (its PID free, or
+# another process's).
+gone() {
+  local pid=${1%%:*} start='' stat
+  [[ $1 != *:* ]] || start=${1#*:}
+  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 0
+  read -r -a fields <<<"${stat##*) }"
+  [[ ${fields[0]} == Z || (-n $start && ${fields[19]} != "$start") ]]
+}
+controller_id=$(proc_id "$controller_pid") agent1_id=$(proc_id "$agent1") agent2_id=$(proc_id "$agent2")
 "$CLUSTER_CMD" status "$CLUSTER" >cluster-status.out
 assert_contains cluster-status.out "^auto-resumed on 127\.0\.0\.1:$port: pid $controller_pid " "cluster status"
 assert_contains cluster-status.out "^agents: node1 pid $agent1, node2 pid $agent2$" "cluster status"
@@ -161,10 +175,9 @@ assert_contains authinfo.txt "^AuthInfo += socket=$CLUSTER/munge/munge.sock,cred
 
 # An agent goes down with its node (kill-node), and comes back with the
 # node's replacement (the controller's restart-node --kill, a reboot).
-gone() { [[ ! -e /proc/$1 || $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == Z ]]; }
 "$CLUSTER_CMD" kill-node "$CLUSTER" node2 >/dev/null
-gone "$agent2" || fail "kill-node node2 left its agent (pid $agent2) running"
-gone "$agent1" && fail "kill-node node2 took node1's agent (pid $agent1) down"
+gone "$agent2_id" || fail "kill-node node2 left its agent (pid $agent2) running"
+gone "$agent1_id" && fail "kill-node node2 took node1's agent (pid $agent1) down"
 wait_until 60 "node2 replaced by the controller" event_seen "node node2 replaced: node2 is back in service"
 agent2_started() {
   local pid
@@ -174,6 +187,7 @@ agent2_started() {
 wait_until 10 "a new agent on node2" agent2_started
 wait_until 20 "fresh heartbeats from both nodes after node2's replacement" heard 2
 agent2=$(<"$CLUSTER/run/auto-resume-agent-node2.pid")
+agent2_id=$(proc_id "$agent2")
 
 # down stops slurmdbd, MariaDB, the controller and the agents with the rest.
 daemons=$(ps -o comm= -p "$(live_pids "$CLUSTER" | paste -sd,)" | sort -u | tr '\n' ' ')
@@ -181,8 +195,8 @@ for daemon in mariadbd slurmdbd auto-resumed auto-resume-age; do
   [[ $daemons == *" $daemon "* || $daemons == "$daemon "* ]] || fail "no $daemon among the cluster's processes: $daemons"
 done
 "$CLUSTER_CMD" down "$CLUSTER" >/dev/null
-for pid in "$controller_pid" "$agent1" "$agent2"; do
-  gone "$pid" || fail "down left pid $pid running: $(ps -o pid,args -p "$pid")"
+for id in "$controller_id" "$agent1_id" "$agent2_id"; do
+  gone "$id" || fail "down left pid ${id%%:*} running: $(ps -o pid,args -p "${id%%:*}")"
 done
 [[ -z $(ss -Hltn "sport = :$port") ]] || fail "something still listens on the controller's port $port after down"
 left=$(live_pids "$CLUSTER")
