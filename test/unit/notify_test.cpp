@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -76,8 +77,8 @@ TEST_CASE("a notifier runs the program for give_up and requeued only", "[notify]
     requeued.kind = "requeued";
     notifier.post(requeued);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (read(out).find("requeued") == std::string::npos &&
-           std::chrono::steady_clock::now() < deadline)
+    // Both runs done: each writes its line, then the detail (4 lines).
+    while (std::ranges::count(read(out), '\n') < 4 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   CHECK(read(out) ==
