@@ -405,6 +405,9 @@ class Engine {
     std::string found;
   };
   std::map<std::string, FailureCheck> failure_checks_;
+  // Step `key`'s quick checks are over: the asks withdrawn, srun no longer
+  // told it waits for them.
+  void close_check(const std::string& key, FailureCheck& check);
 
   Outbox outbox_;
 

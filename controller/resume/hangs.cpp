@@ -140,6 +140,12 @@ bool Engine::hang_signalled(StoredStep& step, const slurm::JobInfo& job) {
   return config_.hang_signal_grace.count() == 0;
 }
 
+void Engine::close_check(const std::string& key, FailureCheck& check) {
+  for (const auto& [host, id] : check.asked) reports_.checks.forget(host, id);
+  reports_.checks.checked(key);
+  check.settled = true;
+}
+
 void Engine::end_failure_check(const StoredStep& step, const std::vector<FailedNode>& found) {
   const auto k = step.key();
   const auto it = failure_checks_.find(k);
@@ -149,9 +155,7 @@ void Engine::end_failure_check(const StoredStep& step, const std::vector<FailedN
   for (const auto& f : found)
     if (check.asked.contains(f.node) && f.why.starts_with(kCheckFailed))
       what.push_back(fmt::format("{}: {}", f.node, f.why.substr(kCheckFailed.size())));
-  for (const auto& [host, id] : check.asked) reports_.checks.forget(host, id);
-  reports_.checks.checked(k);
-  check.settled = true;
+  close_check(k, check);
   if (what.empty()) return;  // another fault: the checks are not waited for
   check.found = "quick checks after the step failed: failed on " + join(what, ", ");
   log::info("step {}: {}", k, check.found);
@@ -213,9 +217,7 @@ bool Engine::failure_checked(const StoredStep& step, const NodeMap& nodes,
     found.push_back({host, why, instance});
     what.push_back(fmt::format("{}: {}", host, printable(done->detail)));
   }
-  for (const auto& [host, id] : check.asked) reports_.checks.forget(host, id);
-  reports_.checks.checked(k);
-  check.settled = true;
+  close_check(k, check);
   std::vector<std::string> parts;
   if (!found.empty()) parts.push_back("failed on " + join(what, ", "));
   if (!passed.empty()) parts.push_back("passed on " + slurm::compress_hostlist(passed));

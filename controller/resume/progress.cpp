@@ -21,9 +21,7 @@ void ProgressReports::report(const std::string& node, const std::vector<proto::S
       const auto oldest =
           std::min_element(heard_.begin(), heard_.end(),
                            [](const auto& a, const auto& b) { return a.second < b.second; });
-      ranks_ -= steps_[oldest->first].ranks.size();
-      steps_.erase(oldest->first);
-      heard_.erase(oldest);
+      drop(oldest->first);
     }
     auto& seen = steps_[key];
     heard_[key] = now;
@@ -52,16 +50,17 @@ void ProgressReports::report(const std::string& node, const std::vector<proto::S
   }
 }
 
+void ProgressReports::drop(Key key) {
+  ranks_ -= steps_[key].ranks.size();
+  steps_.erase(key);
+  heard_.erase(key);
+}
+
 void ProgressReports::prune(Steady::time_point now) {
-  for (auto it = heard_.begin(); it != heard_.end();) {
-    if (now - it->second <= kForgetAfter) {
-      ++it;
-      continue;
-    }
-    ranks_ -= steps_[it->first].ranks.size();
-    steps_.erase(it->first);
-    it = heard_.erase(it);
-  }
+  std::vector<Key> old;
+  for (const auto& [key, heard] : heard_)
+    if (now - heard > kForgetAfter) old.push_back(key);
+  for (const auto& key : old) drop(key);
 }
 
 std::optional<ProgressReports::Seen> ProgressReports::seen(std::uint32_t job_id,
@@ -80,15 +79,6 @@ std::vector<milliseconds> ProgressReports::take_intervals(std::uint32_t job_id,
   std::vector<milliseconds> out(it->second.intervals.begin(), it->second.intervals.end());
   it->second.intervals.clear();
   return out;
-}
-
-void ProgressReports::forget(std::uint32_t job_id, std::uint32_t step_id) {
-  std::lock_guard lock(mutex_);
-  const auto it = steps_.find({job_id, step_id});
-  if (it == steps_.end()) return;
-  ranks_ -= it->second.ranks.size();
-  steps_.erase(it);
-  heard_.erase({job_id, step_id});
 }
 
 milliseconds hang_timeout_of(const HangRule& rule, const std::vector<milliseconds>& samples) {

@@ -55,10 +55,12 @@ class ProgressReports {
   // The intervals between beats recorded since the last call.
   std::vector<std::chrono::milliseconds> take_intervals(std::uint32_t job_id,
                                                         std::uint32_t step_id);
-  void forget(std::uint32_t job_id, std::uint32_t step_id);
 
  private:
   using Key = std::pair<std::uint32_t, std::uint32_t>;
+  // Forgets a step (its ranks no longer counted); forgets those no agent
+  // reported for kForgetAfter.
+  void drop(Key key);
   void prune(Steady::time_point now);
   mutable std::mutex mutex_;
   std::map<Key, Seen> steps_;
