@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autoresume/clock.hpp"
@@ -37,15 +38,22 @@ inline std::string submit_key(const StoredStep& step, const std::string& node) {
   return fmt::format("step {}: the helper for {}", step.key(), node);
 }
 
-// The key of a repair's node_out writes (Engine::writes_).
-inline std::string node_out_key(const StoredStep& step) {
-  return fmt::format("step {}: node_out", step.key());
+// The start of the keys of the calls a step made in its state and phase
+// as it is now (Engine's writes_, merges_, checks_): a call's outcome is
+// wanted only while its step is still there (drop_unwanted).
+inline std::string call_prefix(const StoredStep& step) {
+  return fmt::format(
+      "step {} ({}): ", step.key(),
+      step.state == StepState::repairing ? name_of(step.phase) : name_of(step.state));
 }
 
-// The key of a hung step's signal (Engine::writes_).
-inline std::string hang_signal_key(const StoredStep& step) {
-  return fmt::format("step {}: hang signal", step.key());
+// The key of the call `what` that a step makes where it is now.
+inline std::string call_key(const StoredStep& step, std::string_view what) {
+  return call_prefix(step) + std::string(what);
 }
+
+// The call that takes a running step's failed spares out of its job.
+inline constexpr std::string_view kSparesOut = "spares out";
 
 // Thrown when a step was decided elsewhere (cancelled by its srun) while
 // the engine worked on it: nothing to report.

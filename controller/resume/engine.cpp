@@ -34,7 +34,8 @@ Engine::~Engine() { stop(); }
 void Engine::start() {
   outbox_.start();
   submits_.start();
-  writes_.start();
+  start_writes();
+  probes_.start();
   reads_.start();
   thread_ = std::thread([this] { run(); });
 }
@@ -140,8 +141,8 @@ void Engine::tick() {
     }
   }
   if (steps.empty()) {
-    drop_unwanted_submits(steps);
-    drop_unwanted_writes(steps);
+    drop_unwanted_calls(steps);
+    if (probes_.take(kProbes)) log::info("probes: a round no longer wanted (no protected step)");
     for (const auto& [host, count] : failed_probes_) keeper_.forget_peers(host);
     failed_probes_.clear();
     suspects_.clear();
@@ -159,9 +160,13 @@ void Engine::tick() {
     return std::ranges::none_of(steps,
                                 [&](const StoredStep& s) { return s.step.run_id == entry.first; });
   });
-  if (config_.probe_failures > 0 && clock_.now() - last_probe_ >= config_.probe_interval) {
-    last_probe_ = clock_.now();
-    probe(steps, nodes);
+  if (config_.probe_failures > 0) {
+    take_probes();  // a round that came in since the last look
+    if (!probes_.has(kProbes) && clock_.now() - last_probe_ >= config_.probe_interval) {
+      last_probe_ = clock_.now();
+      probe(steps, nodes);
+      take_probes();  // at once where calls run on the caller's thread (tests)
+    }
   }
   auto watched = protected_nodes;
   for (const auto& [k, hosts] : job_hosts_) watched.insert(hosts.begin(), hosts.end());
@@ -178,7 +183,7 @@ void Engine::tick() {
       // Cancelled by its srun while this tick worked on it: a helper job
       // submitted meanwhile is not in the stored repair; find it by name.
       last_error_.erase(k);
-      cancel_helpers(step);
+      cancel_helpers_later(step);
     } catch (const std::exception& e) {
       // Retried at the next tick; said once while it persists.
       const bool gone = dynamic_cast<const slurm::SlurmUnreachable*>(&e) != nullptr;
@@ -202,27 +207,40 @@ void Engine::tick() {
     // slurmctld itself: this one's repair may have changed the job.
     stale_jobs_.insert(step.step.job_id);
   }
-  drop_unwanted_submits(steps);
-  drop_unwanted_writes(steps);
+  drop_unwanted_calls(steps);
 }
 
 void Engine::start_read(const std::vector<StoredStep>& steps) {
   if (reads_.has(kRead)) return;
   std::set<std::uint32_t> jobs;
   std::set<std::pair<std::uint32_t, std::uint32_t>> registered;
+  std::map<std::string, std::pair<std::uint32_t, std::uint32_t>> unknown_nodes;
   for (const auto& step : steps) {
     jobs.insert(step.step.job_id);
     if (step.state == StepState::registered)
       registered.emplace(step.step.job_id, step.step.step_id);
+    if (!step_nodes_.contains(step.key()))
+      unknown_nodes.emplace(step.key(), std::pair{step.step.job_id, step.step.step_id});
   }
   read_started_ = clock_.now();
-  reads_.run(kRead, [this, jobs = std::move(jobs), registered = std::move(registered)] {
+  reads_.run(kRead, [this, jobs = std::move(jobs), registered = std::move(registered),
+                     unknown_nodes = std::move(unknown_nodes)] {
     auto view = std::make_shared<SlurmView>();
     view->nodes = slurm_.load_nodes();
     for (const auto id : jobs) view->jobs.emplace(id, slurm_.load_job(id));
     for (const auto& [job, step] : registered) {
       view->asked_steps.emplace(job, step);
       if (slurm_.step_exists(job, step)) view->listed_steps.emplace(job, step);
+    }
+    // A step's nodes refused are asked again at the next read; the rest
+    // of the read stands.
+    for (const auto& [key, id] : unknown_nodes) {
+      try {
+        view->step_nodes.emplace(key, slurm_.step_nodes(id.first, id.second));
+      } catch (const slurm::SlurmUnreachable&) {
+        throw;
+      } catch (const std::exception&) {
+      }
     }
     return std::shared_ptr<const SlurmView>(std::move(view));
   });
@@ -280,13 +298,11 @@ std::vector<std::string> Engine::step_hosts(const StoredStep& step) {
   // once from slurmctld; the allocation's as registered until then.
   const auto k = step.key();
   auto it = step_nodes_.find(k);
-  if (it == step_nodes_.end() && !slurm_slow_) {
-    try {
-      if (const auto nodes = slurm_.step_nodes(step.step.job_id, step.step.step_id))
-        it = step_nodes_.emplace(k, slurm::expand_hostlist(*nodes)).first;
-    } catch (const std::exception&) {
-      // slurmctld is away: the registered list will do for now
-    }
+  if (it == step_nodes_.end() && view_) {
+    // From the look's read; until one has them, the registered list does.
+    if (const auto read = view_->step_nodes.find(k);
+        read != view_->step_nodes.end() && read->second)
+      it = step_nodes_.emplace(k, slurm::expand_hostlist(*read->second)).first;
   }
   return it != step_nodes_.end() ? it->second : slurm::expand_hostlist(step.step.nodelist);
 }
@@ -296,11 +312,10 @@ void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
   // node may die meanwhile) with the replacements chosen for it, and the
   // hosts of the (first) step it runs (their agents are asked first to
   // cross-check it): one list per step, not one copy per node.
-  std::vector<std::vector<std::string>> lists;
-  lists.reserve(steps.size());  // the map below points into it
-  std::map<std::string, const std::vector<std::string>*> wanted;
+  auto round = std::make_shared<ProbeRound>();
+  round->lists.reserve(steps.size());  // the map below points into it
   for (const auto& step : steps) {
-    auto& hosts = lists.emplace_back(step_hosts(step));
+    auto& hosts = round->lists.emplace_back(step_hosts(step));
     // The job's other nodes (faults() looks at them while the step runs),
     // as the last look at the job saw them.
     if (const auto it = job_hosts_.find(step.key());
@@ -308,31 +323,45 @@ void Engine::probe(const std::vector<StoredStep>& steps, const NodeMap& nodes) {
       for (const auto& host : it->second)
         if (!contains(hosts, host)) hosts.push_back(host);
     for (const auto& host : step.repair.replacements) hosts.push_back(host);
-    for (const auto& host : hosts) wanted.emplace(host, &hosts);
+    for (const auto& host : hosts) round->wanted.emplace(host, &hosts);
   }
-  std::vector<std::string> probed;
-  std::vector<ProbeTarget> targets;
-  for (const auto& [host, near] : wanted) {
+  for (const auto& [host, near] : round->wanted) {
     const auto it = nodes.find(host);
     if (it == nodes.end() || it->second->address.empty() || it->second->port == 0) continue;
-    probed.push_back(host);
-    targets.push_back({it->second->address, it->second->port});
+    round->probed.push_back(host);
+    round->targets.push_back({it->second->address, it->second->port});
   }
-  const auto timeout = std::min(config_.probe_interval, milliseconds{1000});
-  const auto started = clock_.now();
-  auto results = prober_.probe(targets, timeout, ProbeDepth::connect);
+  // On a thread of its own: taken by a later look (take_probes).
+  probes_.run(kProbes, [this, round, timeout = probe_timeout()] {
+    round->started = clock_.now();
+    round->results = prober_.probe(round->targets, timeout, ProbeDepth::connect);
+    round->ended = clock_.now();
+    return round;
+  });
+}
+
+void Engine::take_probes() {
+  auto outcome = probes_.take(kProbes);
+  if (!outcome) return;
+  std::shared_ptr<ProbeRound> round;
+  try {
+    round = outcome->get();
+  } catch (const std::exception& e) {
+    log::warn("probes: a round failed: {}", e.what());
+    return;
+  }
   // The controller stood still between rounds, or in this one (starved):
   // its timeouts say nothing about the nodes.
-  const auto gap = started - last_round_;
-  last_round_ = clock_.now();
-  if (last_round_ - started > 2 * timeout + seconds{1}) {
+  const auto gap = round->started - last_round_;
+  last_round_ = round->ended;
+  if (round->ended - round->started > 2 * probe_timeout() + seconds{1}) {
     log::warn("probes: a round took {} ms: not counted (the controller is starved)",
-              std::chrono::duration_cast<milliseconds>(last_round_ - started).count());
-    std::ranges::fill(results, ProbeResult::unknown);
+              std::chrono::duration_cast<milliseconds>(round->ended - round->started).count());
+    std::ranges::fill(round->results, ProbeResult::unknown);
   } else if (gap > std::max<Steady::duration>(3 * config_.probe_interval, seconds{5})) {
     failed_probes_.clear();
   }
-  count_probes(probed, targets, results, wanted);
+  count_probes(round->probed, round->targets, round->results, round->wanted);
 }
 
 void Engine::count_probes(const std::vector<std::string>& probed,
@@ -562,19 +591,28 @@ void Engine::drop_spares(StoredStep& step, const slurm::JobInfo& job,
   for (const auto& host : job.hosts)
     if (!contains(nodes, host)) keep.push_back(host);
   if (keep.empty()) return;  // no node of the step left in the job: Slurm ends it
+  // On a thread of their own: the look goes on, and this step waits for
+  // them (advance) before anything else is looked at.
+  const auto out = written(step, kSparesOut, [this, failed, job, keep] {
+    NodeOut did;
+    did.failed = failed;
+    did.kept = slurm::compress_hostlist(keep);
+    mark_failed(failed, job, did.notes);
+    slurm_.shrink_job(job.job_id, did.kept);
+    did.downed = down_released(failed, job, did.notes);
+    return did;
+  });
+  if (!out) return;
+  const auto done = failed_nodes(out->failed);
   std::vector<std::string> what;
-  for (const auto& f : failed) what.push_back(fmt::format("{}: {}", f.node, f.why));
-  std::vector<std::string> notes;
-  mark_failed(failed, job, notes);
-  slurm_.shrink_job(job.job_id, slurm::compress_hostlist(keep));
-  const auto downed = down_released(failed, job, notes);
-  keeper_.gate().settled(Gate::Counted::mark, nodes);  // the step runs on: a repair done
+  for (const auto& f : out->failed) what.push_back(fmt::format("{}: {}", f.node, f.why));
+  keeper_.gate().settled(Gate::Counted::mark, done);  // the step runs on: a repair done
   save(step, EventKind::node_out,
        fmt::format("{} of job {}, which the protected step does not run on, failed ({}): out of "
                    "the job (now on {}) before Slurm sees it DOWN{}; step {}.{} runs on{}",
-                   join(nodes, ", "), job.job_id, join(what, ", "), slurm::compress_hostlist(keep),
-                   downed.empty() ? "" : "; set DOWN once out of it", step.step.job_id,
-                   step.step.step_id, notes_text(notes)));
+                   join(done, ", "), job.job_id, join(what, ", "), out->kept,
+                   out->downed.empty() ? "" : "; set DOWN once out of it", step.step.job_id,
+                   step.step.step_id, notes_text(out->notes)));
 }
 
 bool Engine::overdue(StoredStep& step) {
@@ -588,16 +626,26 @@ bool Engine::overdue(StoredStep& step) {
 void Engine::clear_leftovers() {
   for (auto it = leftovers_.begin(); it != leftovers_.end();) {
     const auto& [k, step] = *it;
-    try {
-      slurm_.kill_step(step.step.job_id, step.step.step_id);
-    } catch (const std::exception& e) {
-      if (leftovers_said_.insert(k).second)
-        log::warn("step {}: cannot cancel step {}.{} yet (asked again at each look): {}", k,
-                  step.step.job_id, step.step.step_id, e.what());
+    // On a thread of their own; taken at a later look.
+    if (!cleanups_.has(k))
+      cleanups_.run(k, [this, step] {
+        slurm_.kill_step(step.step.job_id, step.step.step_id);
+        cancel_helpers(step);
+        return true;
+      });
+    auto outcome = cleanups_.take(k);
+    if (!outcome) {
       ++it;
       continue;
     }
-    if (!cancel_helpers(step)) {
+    try {
+      outcome->get();
+    } catch (const std::exception& e) {
+      if (leftovers_said_.insert(k).second)
+        log::warn(
+            "step {}: cannot cancel step {}.{} and its helper jobs yet (asked again at each "
+            "look): {}",
+            k, step.step.job_id, step.step.step_id, e.what());
       ++it;
       continue;
     }
@@ -607,6 +655,8 @@ void Engine::clear_leftovers() {
 }
 
 void Engine::advance(StoredStep& step, const NodeMap& nodes) {
+  // The repair's own requeue, once its writes are in.
+  if (requeue_written(step)) return;
   const auto job = job_of(step.step.job_id);
   if (job && job->suspended) return;  // preempted or suspended: look again later
   if (!job || !job->running) {
@@ -615,7 +665,13 @@ void Engine::advance(StoredStep& step, const NodeMap& nodes) {
   }
   if (step.state == StepState::repairing) {
     repair(step, *job, nodes);
-    if (step.state == StepState::decided) cancel_helpers(step);
+    if (step.state == StepState::decided) cancel_helpers_later(step);
+    return;
+  }
+  // A running step's failed spares on their way out of the job: it waits
+  // for their writes before anything else is looked at.
+  if (writes_.has(call_key(step, kSparesOut))) {
+    drop_spares(step, *job, {});
     return;
   }
   if (step.state == StepState::registered) job_hosts_[step.key()] = job->hosts;
@@ -705,7 +761,7 @@ void Engine::job_gone(StoredStep& step, const std::optional<slurm::JobInfo>& job
   else
     decide(step, Verdict::cancelled,
            fmt::format("job {} is {}{}", id, job ? job->state : "gone", note));
-  if (repairing) cancel_helpers(step);
+  if (repairing) cancel_helpers_later(step);
 }
 
 void Engine::check_lost(StoredStep& step, const slurm::JobInfo& job) {

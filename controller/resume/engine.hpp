@@ -17,12 +17,14 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -74,12 +76,22 @@ class Engine {
   // submit under way has its outcome, at most `limit` (tests).
   void start_submits() { submits_.start(); }
   bool submits_settled(std::chrono::milliseconds limit) const { return submits_.wait(limit); }
-  // A repair's writes that take its failed nodes out of the job (FAIL
-  // marks, the shrink, DOWN, the old step's cancel) run on a thread of
-  // their own per repair once the engine starts: a slurmctld slow to take
-  // them holds up that repair only (tests start them by hand).
-  void start_writes() { writes_.start(); }
-  bool writes_settled(std::chrono::milliseconds limit) const { return writes_.wait(limit); }
+  // A repair's calls to slurmctld after its detection (the writes that
+  // take its failed nodes out of the job or requeue it, the helper's
+  // merge, the relaunch's checks) run on a thread of their own per call
+  // once the engine starts, one at a time per repair: a slurmctld slow to
+  // answer one holds up that repair only (tests start them by hand).
+  void start_writes() {
+    writes_.start();
+    merges_.start();
+    checks_.start();
+    places_.start();
+    cleanups_.start();
+  }
+  bool writes_settled(std::chrono::milliseconds limit) const {
+    return writes_.wait(limit) && merges_.wait(limit) && checks_.wait(limit) &&
+           places_.wait(limit) && cleanups_.wait(limit);
+  }
   // Slurm is read on a thread of its own once the engine starts (tests
   // start it by hand, with the wait they need): a slurmctld that does not
   // answer holds libslurm's call for MessageTimeout and more, and a look
@@ -89,6 +101,10 @@ class Engine {
     reads_.start();
   }
   bool reads_settled(std::chrono::milliseconds limit) const { return reads_.wait(limit); }
+  // A round of probes runs on a thread of its own once the engine starts,
+  // and is counted at the look after it returns (tests start it by hand).
+  void start_probes() { probes_.start(); }
+  bool probes_settled(std::chrono::milliseconds limit) const { return probes_.wait(limit); }
   // A look waits at most kReadWait for the read under way (it takes
   // milliseconds when slurmctld answers); a read under way for kSlowRead
   // is said in the log.
@@ -112,9 +128,26 @@ class Engine {
   // Forgets what is older than `retention`, once per kPruneEvery.
   void prune();
   static constexpr std::chrono::hours kPruneEvery{1};
-  // One round of probes of the nodes under running (or just ended) steps;
-  // a silent node's agents-of-other-nodes cross-check is asked for.
+  // One round of probes of the nodes under running (or just ended) steps,
+  // started on a thread of its own (probes_).
   void probe(const std::vector<StoredStep>& steps, const NodeMap& nodes);
+  // A round that came in, counted; a silent node's agents-of-other-nodes
+  // cross-check is asked for.
+  void take_probes();
+  // A round's own deadline.
+  std::chrono::milliseconds probe_timeout() const {
+    return std::min(config_.probe_interval, std::chrono::milliseconds{1000});
+  }
+  struct ProbeRound {
+    std::vector<std::vector<std::string>> lists;                    // the hosts of each step
+    std::map<std::string, const std::vector<std::string>*> wanted;  // host -> its step's list
+    std::vector<std::string> probed;
+    std::vector<ProbeTarget> targets;  // of `probed`, in order
+    std::vector<ProbeResult> results;
+    Clock::Steady::time_point started{};
+    Clock::Steady::time_point ended{};
+  };
+  static constexpr const char* kProbes = "probes";
   // The round's results into failed_probes_, with the crowd guard.
   void count_probes(const std::vector<std::string>& probed, const std::vector<ProbeTarget>& targets,
                     const std::vector<ProbeResult>& results,
@@ -234,6 +267,9 @@ class Engine {
   // give_up where Slurm cannot.
   void requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
                           const std::vector<std::string>& failed, const std::string& why);
+  // The requeue's writes once in (the job is pending by then); false if
+  // none was asked for `step`.
+  bool requeue_written(StoredStep& step);
   // What a replacement may be: a node of the job's partition that is not
   // one of the instances that failed this job before.
   struct Candidates {
@@ -244,14 +280,30 @@ class Engine {
     std::set<std::string> reserved;
     std::optional<std::set<std::string>> reservation;
   };
-  Candidates candidates_for(const slurm::JobInfo& job);
+  // Where replacements may come from: slurmctld's partitions and
+  // reservations, read on a thread of their own (places_).
+  struct Places {
+    std::map<std::string, std::vector<std::string>> partitions;
+    std::map<std::string, std::vector<std::string>> reservations;
+  };
+  Candidates candidates_for(const slurm::JobInfo& job, const Places& places);
   // A spare or an idle node among `candidates` for a failed node.
   const slurm::NodeInfo* pick_replacement(StoredStep& step, const slurm::JobInfo& job,
                                           const NodeMap& nodes, const Candidates& candidates,
                                           const std::vector<std::string>& chosen);
   // One replacement's helper job, submitted, waited for and merged; false
-  // while it is not merged yet.
-  bool expand_one(StoredStep& step, const slurm::JobInfo& job, const std::string& node);
+  // while it is not merged yet. `nodes` gets the job's nodes after a merge.
+  bool expand_one(StoredStep& step, const slurm::JobInfo& job, const std::string& node,
+                  std::string& nodes);
+  // What a look at a helper job found, on a thread of its own (merge).
+  struct Merge {
+    enum class How { pending, cancelled, ended, unlinked, merged } how = How::pending;
+    std::string detail;  // why pending or cancelled, the state it ended in, the error
+    std::string nodes;   // merged: the job's nodes now
+  };
+  // The helper job `helper` merged into `job_id` once it runs; cancelled
+  // if it is still pending and `give_up`.
+  Merge merge(std::uint32_t helper, std::uint32_t job_id, bool give_up);
   // The outcome of a submit whose repair no longer waits for it (decided,
   // or another node chosen): the helper it made is cancelled.
   void drop_unwanted_submits(const std::vector<StoredStep>& steps);
@@ -262,15 +314,33 @@ class Engine {
   // (node_out): started on the repair's own thread, taken at a later look
   // once done; false meanwhile, or when every node failed (give_up).
   bool take_out(StoredStep& step, const slurm::JobInfo& job);
-  // What take_out's writes did, for its event.
+  // What a repair's writes did, for its event.
   struct NodeOut {
     std::string kept;  // the job's nodes left, a hostlist
     std::vector<std::string> downed;
     std::vector<std::string> notes;  // what slurmctld refused, in words
+    std::vector<FailedNode> failed;  // the nodes they were for (spares out)
+    std::string verdict;             // the message of the verdict they end in (requeue)
   };
-  // The outcome of take_out's writes whose repair no longer waits for
-  // them (decided meanwhile) is dropped.
-  void drop_unwanted_writes(const std::vector<StoredStep>& steps);
+  // Runs `writes` for `step` under `what` (call_key) on a thread of its
+  // own, unless they are under way; their outcome once in, taken (nothing
+  // meanwhile). A write that failed throws here: it is tried again at the
+  // next look.
+  std::optional<NodeOut> written(const StoredStep& step, std::string_view what,
+                                 std::function<NodeOut()> writes);
+  // No relaunch for a job that cannot leave its failed nodes (its batch
+  // host failed, or it cannot be requeued): the nodes it holds are set
+  // FAIL (no other job gets them), the step is cancelled, and the run is
+  // given up with `why`.
+  void give_up_keeping_nodes(StoredStep& step, const slurm::JobInfo& job, const std::string& why);
+  // The outcomes of calls whose step is no longer where it made them
+  // (decided, or moved on meanwhile) are dropped; `wanted` may say no to
+  // more of them.
+  template <typename T>
+  void drop_unwanted(
+      Calls<T>& calls, const std::vector<StoredStep>& steps,
+      const std::function<bool(const StoredStep&, const std::string&)>& wanted = nullptr);
+  void drop_unwanted_calls(const std::vector<StoredStep>& steps);
   // Sets FAIL the `failed` nodes the job holds that no check marked
   // already, so that Slurm gives them to no other job and the node keeper
   // replaces them once the job lets go; what slurmctld refused goes to
@@ -293,11 +363,33 @@ class Engine {
   void redo_lost_updates(StoredStep& step, const slurm::JobInfo& job);
   bool replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes);
   bool expand(StoredStep& step, const slurm::JobInfo& job);
+  // The relaunch once the old step is gone, the backoff over and the job's
+  // nodes registered, by what relaunch_facts found on a thread of its own.
   void relaunch(StoredStep& step, const slurm::JobInfo& job);
-  // Whether every node of the job registered with slurmctld since it
-  // started (a slurmctld restarted lately lists the others without a
-  // slurmd start time, and refuses a step on them); says once which have not.
-  bool nodes_registered(const StoredStep& step, const slurm::JobInfo& job);
+  // What the relaunch asks of slurmctld (relaunch_facts), decided by the
+  // look from the repair's facts (see kOldStepGrace).
+  struct RelaunchAsk {
+    std::uint32_t job_id = 0;
+    std::uint32_t step_id = 0;
+    bool cancel_again = false;            // an old step still listed is cancelled again
+    bool anyway = false;                  // one still listed is no longer waited for
+    bool backoff_over = false;            // then: whether the job's nodes registered
+    std::vector<std::string> step_hosts;  // the old step's nodes
+    std::vector<std::string> failed;      // the repair's failed nodes
+  };
+  enum class OldStep {
+    gone,       // slurmctld no longer lists it
+    listed,     // it does: the relaunch waits
+    anyway,     // it does, past kOldStepGone or with its first node dead
+    abandoned,  // it does, but none of its nodes runs it (a recovered record)
+  };
+  struct RelaunchFacts {
+    std::optional<slurm::JobInfo> job;  // as it is now
+    OldStep old_step = OldStep::listed;
+    bool cancelled = false;    // the old step was cancelled again
+    std::string unregistered;  // the first node of the job not registered since slurmctld started
+  };
+  RelaunchFacts relaunch_facts(const RelaunchAsk& ask);
   // The guard rails (observe.cpp): true when the gate holds the repair of
   // `failed` back (said as what it would do; a step that ended is decided
   // no_fault). What the repair would mark, and would do, in words.
@@ -307,12 +399,6 @@ class Engine {
                                     const std::vector<FailedNode>& failed);
   std::string would_do(const StoredStep& step, const slurm::JobInfo& job,
                        const std::vector<FailedNode>& failed);
-  // Whether slurmctld no longer lists the old step, `waited` s after the
-  // merge; cancels it again while it does (see kOldStepGone).
-  bool old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int64_t waited);
-  // Whether none of the old step's nodes still in the job runs a slurmstepd
-  // of it (its record is one a restarted slurmctld recovered).
-  bool no_step_daemons(StoredStep& step, const slurm::JobInfo& job);
   void decide(StoredStep& step, Verdict verdict, const std::string& message);
   // Adds a decided repair's line to its job's AdminComment (with_story):
   // the attempt, the failed nodes and the verdict. A failure is logged.
@@ -320,9 +406,11 @@ class Engine {
   void save(StoredStep& step, EventKind kind, const std::string& detail);
   std::vector<std::string> step_hosts(const StoredStep& step);
   static std::string helper_name(std::uint32_t job_id);
-  // Cancels the job's pending or running helper jobs, recorded or not.
-  // False if slurmctld could not be asked (said in the log).
-  bool cancel_helpers(const StoredStep& step);
+  // Cancels the job's pending or running helper jobs, recorded or not
+  // (throws if slurmctld could not be asked). Posted to the outbox by
+  // cancel_helpers_later.
+  void cancel_helpers(const StoredStep& step);
+  void cancel_helpers_later(const StoredStep& step);
   // The steps given up at their deadline mid-repair whose remains (the
   // step, the repair's helper jobs) slurmctld has not cancelled yet: at
   // each look it answers, until it has.
@@ -358,6 +446,8 @@ class Engine {
     std::map<std::uint32_t, std::optional<slurm::JobInfo>> jobs;
     std::set<std::pair<std::uint32_t, std::uint32_t>> asked_steps;
     std::set<std::pair<std::uint32_t, std::uint32_t>> listed_steps;  // of those asked
+    // The nodes of the steps not known yet (step_hosts), by step key.
+    std::map<std::string, std::optional<std::string>> step_nodes;
   };
   // The last read slurmctld answered. While it is slow (the last read
   // failed, or one is not in) nothing is asked of it or changed in it
@@ -419,8 +509,19 @@ class Engine {
   // Expand helpers' submits under way or not taken yet, by "STEP NODE"
   // (submit_key): last, so that the calls end before what they wake.
   Calls<std::uint32_t> submits_{[this] { wake(); }};
-  // take_out's writes, by step (node_out_key).
+  // A repair's writes (take_out's, the hang signal, a requeue or a give_up
+  // in place, a running step's failed spares out), by call_key.
   Calls<NodeOut> writes_{[this] { wake(); }};
+  // A repair's looks at its helper jobs, and their merges (call_key).
+  Calls<Merge> merges_{[this] { wake(); }};
+  // A relaunch's checks (call_key).
+  Calls<RelaunchFacts> checks_{[this] { wake(); }};
+  // A replacement's places to come from (call_key).
+  Calls<Places> places_{[this] { wake(); }};
+  // The cancels of what a repair given up at its deadline left (by step).
+  Calls<bool> cleanups_{[this] { wake(); }};
+  // A round of probes (kProbes), one at a time.
+  Calls<std::shared_ptr<ProbeRound>> probes_{[this] { wake(); }};
   // The reads of Slurm (read_nodes), one at a time; a look takes the one
   // that finished.
   Calls<std::shared_ptr<const SlurmView>> reads_{nullptr};

@@ -122,15 +122,13 @@ bool Engine::hang_signalled(StoredStep& step, const slurm::JobInfo& job) {
   if (signal == 0) return true;
   if (step.repair.signalled)
     return clock_.since(*step.repair.signalled) >= config_.hang_signal_grace;
-  const auto key = hang_signal_key(step);
-  if (!writes_.has(key))
-    writes_.run(key, [this, job_id = job.job_id, step_id = step.step.step_id, signal] {
-      slurm_.signal_step(job_id, step_id, signal);
-      return NodeOut{};
-    });
-  auto outcome = writes_.take(key);
-  if (!outcome) return false;  // under way: the other steps go on
-  outcome->get();              // a failed signal is sent again at the next look
+  // On the repair's own thread; a failed signal is sent again at the next look.
+  const auto sent = written(step, "hang signal",
+                            [this, job_id = job.job_id, step_id = step.step.step_id, signal] {
+                              slurm_.signal_step(job_id, step_id, signal);
+                              return NodeOut{};
+                            });
+  if (!sent) return false;  // under way: the other steps go on
   step.repair.signalled = clock_.stamp();
   save(step, EventKind::hang_signal,
        fmt::format("SIG{} sent to every task of step {}.{}; it is cancelled in {} s "

@@ -88,11 +88,10 @@ bool Engine::no_new_faults(StoredStep& step, const slurm::JobInfo& job, const No
   if (found.empty() && dropped.empty()) return true;
   for (const auto& node : dropped) {
     if (const auto it = repair.helpers.find(node); it != repair.helpers.end()) {
-      try {
-        slurm_.cancel_job(it->second);
-      } catch (const slurm::SlurmError&) {
-        // gone already; a helper left over is cancelled by name at the end
-      }
+      // In the outbox: one gone already, or left over, is cancelled by
+      // name at the repair's end.
+      outbox_.post(fmt::format("cancel helper job {}", it->second),
+                   [this, id = it->second] { slurm_.cancel_job(id); });
       repair.helpers.erase(it);
     }
     repair.helper_since.erase(node);
@@ -217,10 +216,7 @@ bool Engine::check_policy(StoredStep& step, const slurm::JobInfo& job) {
     // A batch host cannot leave its job; the step still ends, so that srun
     // does not wait for a dead node.
     if (batch_host_failed) {
-      std::vector<std::string> notes;
-      mark_failed(step.repair.failed, job, notes);
-      slurm_.kill_step(job.job_id, step.step.step_id);
-      decide(step, Verdict::give_up, give_up + notes_text(notes));
+      give_up_keeping_nodes(step, job, give_up);
     } else if (take_out(step, job)) {
       decide(step, Verdict::give_up,
              give_up + (failed.empty() ? fmt::format("; step {}.{} was cancelled", job.job_id,
@@ -247,24 +243,54 @@ void Engine::requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
   if (!job.batch || !job.requeue) {
     // The job keeps the dead node (Slurm cannot shrink it here), but no
     // other job may be given it.
-    std::vector<std::string> notes;
-    mark_failed(step.repair.failed, job, notes);
-    slurm_.kill_step(job.job_id, step.step.step_id);
-    decide(step, Verdict::give_up,
-           why +
-               (job.batch ? "; the job was submitted with --no-requeue"
-                          : "; a salloc job cannot be requeued") +
-               notes_text(notes));
+    give_up_keeping_nodes(step, job,
+                          why + (job.batch ? "; the job was submitted with --no-requeue"
+                                           : "; a salloc job cannot be requeued"));
     return;
   }
-  slurm_.requeue(job.job_id);
-  // DOWN, not FAIL: the requeued job would otherwise wait for the dead
-  // node's epilog until Slurm itself gives up on the node.
-  for (const auto& node : failed)
-    if (contains(job.hosts, node))
-      slurm_.set_node_down(node, fmt::format("auto-resume: failed under job {}", job.job_id));
-  decide(step, Verdict::requeued,
-         why + fmt::format(": job {} was requeued and restarts from its batch script", job.job_id));
+  // Taken at a later look (requeue_written), when the job is pending, or
+  // at once where calls run on the caller's thread (tests).
+  const auto out = written(step, "requeue", [this, job, failed, why] {
+    slurm_.requeue(job.job_id);
+    // DOWN, not FAIL: the requeued job would otherwise wait for the dead
+    // node's epilog until Slurm itself gives up on the node.
+    for (const auto& node : failed)
+      if (contains(job.hosts, node))
+        slurm_.set_node_down(node, fmt::format("auto-resume: failed under job {}", job.job_id));
+    NodeOut did;
+    did.verdict =
+        why + fmt::format(": job {} was requeued and restarts from its batch script", job.job_id);
+    return did;
+  });
+  if (out) decide(step, Verdict::requeued, out->verdict);
+}
+
+bool Engine::requeue_written(StoredStep& step) {
+  if (!writes_.has(call_key(step, "requeue"))) return false;
+  const auto out = written(step, "requeue", nullptr);
+  if (out) decide(step, Verdict::requeued, out->verdict);
+  return true;  // else under way: this repair waits, the others go on
+}
+
+void Engine::give_up_keeping_nodes(StoredStep& step, const slurm::JobInfo& job,
+                                   const std::string& why) {
+  const auto out =
+      written(step, "give up", [this, marked = step.repair.failed, job, id = step.step.step_id] {
+        NodeOut did;
+        mark_failed(marked, job, did.notes);
+        slurm_.kill_step(job.job_id, id);
+        return did;
+      });
+  if (out) decide(step, Verdict::give_up, why + notes_text(out->notes));
+}
+
+std::optional<Engine::NodeOut> Engine::written(const StoredStep& step, std::string_view what,
+                                               std::function<NodeOut()> writes) {
+  const auto key = call_key(step, what);
+  if (!writes_.has(key)) writes_.run(key, std::move(writes));
+  auto outcome = writes_.take(key);
+  if (!outcome) return std::nullopt;
+  return outcome->get();
 }
 
 void Engine::go_on_in_job(StoredStep& step, const slurm::JobInfo& job) {
@@ -288,31 +314,28 @@ void Engine::go_on_in_job(StoredStep& step, const slurm::JobInfo& job) {
 
 bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
   const auto failed = step.repair.failed_nodes();
-  const auto key = node_out_key(step);
-  if (!writes_.has(key)) {
-    std::vector<std::string> keep;
-    for (const auto& host : job.hosts)
-      if (!contains(failed, host)) keep.push_back(host);
-    if (keep.empty()) {
-      decide(step, Verdict::give_up, fmt::format("every node of job {} failed", job.job_id));
-      return false;
-    }
-    // In order, on the repair's own thread: the look goes on meanwhile.
-    writes_.run(key, [this, marked = step.repair.failed, job, keep, step_id = step.step.step_id] {
-      NodeOut out;
-      out.kept = slurm::compress_hostlist(keep);
-      mark_failed(marked, job, out.notes);
-      if (keep.size() != job.hosts.size()) {
-        slurm_.shrink_job(job.job_id, out.kept);
-        out.downed = down_released(marked, job, out.notes);
-      }
-      slurm_.kill_step(job.job_id, step_id);
-      return out;
-    });
+  std::vector<std::string> keep;
+  for (const auto& host : job.hosts)
+    if (!contains(failed, host)) keep.push_back(host);
+  if (keep.empty() && !writes_.has(call_key(step, "node_out"))) {
+    decide(step, Verdict::give_up, fmt::format("every node of job {} failed", job.job_id));
+    return false;
   }
-  auto outcome = writes_.take(key);
-  if (!outcome) return false;       // under way: this repair waits, the others go on
-  const auto out = outcome->get();  // a failed write is tried again at the next look
+  // In order, on the repair's own thread: the look goes on meanwhile.
+  const auto written_out = written(
+      step, "node_out", [this, marked = step.repair.failed, job, keep, id = step.step.step_id] {
+        NodeOut did;
+        did.kept = slurm::compress_hostlist(keep);
+        mark_failed(marked, job, did.notes);
+        if (keep.size() != job.hosts.size()) {
+          slurm_.shrink_job(job.job_id, did.kept);
+          did.downed = down_released(marked, job, did.notes);
+        }
+        slurm_.kill_step(job.job_id, id);
+        return did;
+      });
+  if (!written_out) return false;  // under way: this repair waits, the others go on
+  const auto& out = *written_out;
   move_to(step, StepState::repairing, RepairPhase::node_out);
   // A hang with every node healthy: the step alone goes.
   if (failed.empty())
@@ -327,19 +350,36 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
   return true;
 }
 
-void Engine::drop_unwanted_writes(const std::vector<StoredStep>& steps) {
-  for (const auto& call : writes_.finished()) {
-    const bool wanted = std::ranges::any_of(steps, [&](const StoredStep& step) {
-      return step.state == StepState::repairing && step.phase == RepairPhase::detected &&
-             (node_out_key(step) == call || hang_signal_key(step) == call);
-    });
-    if (wanted) continue;
+template <typename T>
+void Engine::drop_unwanted(
+    Calls<T>& calls, const std::vector<StoredStep>& steps,
+    const std::function<bool(const StoredStep&, const std::string&)>& wanted) {
+  for (const auto& call : calls.finished()) {
+    if (std::ranges::any_of(steps, [&](const StoredStep& step) {
+          return call.starts_with(call_prefix(step)) && (!wanted || wanted(step, call));
+        }))
+      continue;
     try {
-      writes_.take(call)->get();
+      calls.take(call)->get();
+      log::info("{}: no longer wanted (the step moved on meanwhile)", call);
     } catch (const std::exception& e) {
-      log::info("{}: no longer wanted (the step was decided meanwhile): {}", call, e.what());
+      log::info("{}: no longer wanted (the step moved on meanwhile): {}", call, e.what());
     }
   }
+}
+
+void Engine::drop_unwanted_calls(const std::vector<StoredStep>& steps) {
+  drop_unwanted_submits(steps);
+  drop_unwanted(writes_, steps);
+  // A helper's look is wanted while its node is a replacement not merged.
+  drop_unwanted(merges_, steps, [](const StoredStep& step, const std::string& call) {
+    const auto& repair = step.repair;
+    return std::ranges::any_of(repair.replacements, [&](const std::string& node) {
+      return call == call_key(step, "merge " + node) && !contains(repair.merged, node);
+    });
+  });
+  drop_unwanted(checks_, steps);
+  drop_unwanted(places_, steps);
 }
 
 void Engine::mark_failed(const std::vector<FailedNode>& failed, const slurm::JobInfo& job,
@@ -411,7 +451,7 @@ const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::J
           (candidates.reservation && !candidates.reservation->contains(name)))
         continue;
       if (spare) {
-        slurm_.undrain_node(node->name);
+        // Out of its drain with the helper's submit (expand_one).
         save(step, EventKind::spare_taken,
              fmt::format("spare {} of partition {} taken for job {}", node->name, job.partition,
                          job.job_id));
@@ -422,15 +462,14 @@ const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::J
   return nullptr;
 }
 
-Engine::Candidates Engine::candidates_for(const slurm::JobInfo& job) {
+Engine::Candidates Engine::candidates_for(const slurm::JobInfo& job, const Places& places) {
   Candidates out;
-  auto partitions = slurm_.partitions();
-  if (const auto it = partitions.find(job.partition); it != partitions.end())
-    out.partition = std::move(it->second);
+  if (const auto it = places.partitions.find(job.partition); it != places.partitions.end())
+    out.partition = it->second;
   out.banned = failed_instances(job.job_id);
   // A reserved node is for its reservation's jobs; a job in a reservation
   // gets its nodes from it (the helper is submitted into it as well).
-  for (auto& [name, hosts] : slurm_.reservations()) {
+  for (const auto& [name, hosts] : places.reservations) {
     if (name == job.reservation)
       out.reservation = std::set<std::string>(hosts.begin(), hosts.end());
     else
@@ -444,10 +483,18 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
   auto& repair = step.repair;
   const auto failed = repair.failed;
   auto chosen = repair.replacements;
-  Candidates candidates;
-  if (chosen.size() < failed.size()) candidates = candidates_for(job);
+  std::optional<Candidates> candidates;
+  if (chosen.size() < failed.size()) {
+    // Read on a thread of its own: this repair waits, the others go on.
+    const auto key = call_key(step, "places");
+    if (!places_.has(key))
+      places_.run(key, [this] { return Places{slurm_.partitions(), slurm_.reservations()}; });
+    auto outcome = places_.take(key);
+    if (!outcome) return false;
+    candidates = candidates_for(job, outcome->get());
+  }
   while (chosen.size() < failed.size()) {
-    const auto* pick = pick_replacement(step, job, nodes, candidates, chosen);
+    const auto* pick = pick_replacement(step, job, nodes, *candidates, chosen);
     if (pick == nullptr) break;
     chosen.push_back(pick->name);
     repair.replacements.push_back(pick->name);
@@ -488,23 +535,25 @@ void Engine::pass_over(StoredStep& step, const std::string& node) {
 
 bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
   auto& repair = step.repair;
+  auto nodes = job.nodes;  // as the look read them, or after a merge of its own
   for (const auto& node : std::vector<std::string>(repair.replacements)) {
     if (contains(repair.merged, node)) continue;
-    if (contains(job.hosts, node)) {  // merged before a restart of the controller
+    // Merged before a restart of the controller (a merge of this one's is
+    // taken by expand_one, for its event).
+    if (contains(job.hosts, node) && !merges_.has(call_key(step, "merge " + node))) {
       repair.merged.push_back(node);
       continue;
     }
-    if (!expand_one(step, job, node)) return false;
+    if (!expand_one(step, job, node, nodes)) return false;
   }
-  const auto now = slurm_.load_job(job.job_id);
   move_to(step, StepState::repairing, RepairPhase::expanded);
   step.repair.expanded = clock_.stamp();
-  save(step, EventKind::expanded,
-       fmt::format("job {} is on {} again", job.job_id, now ? now->nodes : std::string("?")));
+  save(step, EventKind::expanded, fmt::format("job {} is on {} again", job.job_id, nodes));
   return true;
 }
 
-bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::string& node) {
+bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::string& node,
+                        std::string& nodes) {
   auto& repair = step.repair;
   const auto name = helper_name(job.job_id);
   auto choose_again = [&](const std::string& why) {
@@ -517,12 +566,15 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
     // the job's owner, for up to 30 s): this tick goes on with the other
     // steps, and a later one takes its outcome.
     const auto call = submit_key(step, node);
-    if (!submits_.has(call)) {
-      // A helper submitted before a restart of the controller but not recorded.
-      for (const auto id : slurm_.live_jobs_named(name, job.uid)) slurm_.cancel_job(id);
-      submits_.run(
-          call, [this, job, node, name] { return slurm_.submit_expand_helper(job, node, name); });
-    }
+    if (!submits_.has(call))
+      submits_.run(call, [this, job, node, name] {
+        // A helper submitted before a restart of the controller but not recorded.
+        for (const auto id : slurm_.live_jobs_named(name, job.uid)) slurm_.cancel_job(id);
+        // A spare of the pool taken for the job leaves its drain.
+        if (const auto info = slurm_.load_node(node); info && NodeKeeper::is_spare(*info))
+          slurm_.undrain_node(node);
+        return slurm_.submit_expand_helper(job, node, name);
+      });
     auto outcome = submits_.take(call);
     if (!outcome) return false;  // under way
     std::uint32_t id = 0;
@@ -536,44 +588,75 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
          fmt::format("helper job {} allocates {} for job {}", id, node, job.job_id));
   }
   const std::uint32_t helper = repair.helpers.at(node);
-  const auto info = slurm_.load_job(helper);
-  if (info && info->pending) {
-    // The node went elsewhere or does not fit: choose again. The wait's
-    // start is stored, since every tick reads the step from the store anew.
+  // The helper looked at, and merged once it runs, on a thread of its own.
+  // Its patience counts from the first look; the wait's start is stored,
+  // since every look reads the step from the store anew.
+  const auto key = call_key(step, "merge " + node);
+  if (!merges_.has(key)) {
     const bool first = !repair.helper_since.contains(node);
     const auto waited = waited_since(repair.helper_since[node], first, clock_);
     if (first && !store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
-    if (waited < kHelperPatience) return false;
-    slurm_.cancel_job(helper);
-    repair.helpers.erase(node);
-    repair.helper_since.erase(node);
-    return choose_again(fmt::format("helper job {} waited {} s for {} ({}): choosing another node",
-                                    helper, std::chrono::duration_cast<seconds>(waited).count(),
-                                    node, info->reason));
+    merges_.run(key, [this, helper, id = job.job_id, give_up = waited >= kHelperPatience] {
+      return merge(helper, id, give_up);
+    });
   }
-  if (!info || !info->running) {
-    repair.helpers.erase(node);  // ended without merging: try again
-    save(step, EventKind::expand_retry,
-         fmt::format("helper job {} for {} ended ({}) before the merge", helper, node,
-                     info ? info->state : "gone"));
-    return false;
-  }
-  try {
-    slurm_.merge_expand_helper(helper, job.job_id);
-  } catch (const slurm::HelperUnlinked& e) {
-    // slurmctld restarted since the helper started: a new one is submitted
-    // at the next tick, for the same node.
-    slurm_.cancel_job(helper);
-    repair.helpers.erase(node);
-    save(step, EventKind::expand_retry,
-         fmt::format("{} (slurmctld restarted since helper job {} started): a new helper", e.what(),
-                     helper));
-    return false;
+  auto outcome = merges_.take(key);
+  if (!outcome) return false;  // under way
+  const auto looked = outcome->get();
+  const auto waited =
+      std::chrono::duration_cast<seconds>(clock_.since(repair.helper_since[node])).count();
+  switch (looked.how) {
+    case Merge::How::pending:
+      return false;  // looked at again at the next look
+    case Merge::How::cancelled:
+      // The node went elsewhere or does not fit: choose again.
+      repair.helpers.erase(node);
+      repair.helper_since.erase(node);
+      return choose_again(
+          fmt::format("helper job {} waited {} s for {} ({}): choosing another node", helper,
+                      waited, node, looked.detail));
+    case Merge::How::ended:
+      repair.helpers.erase(node);  // ended without merging: try again
+      repair.helper_since.erase(node);
+      save(step, EventKind::expand_retry,
+           fmt::format("helper job {} for {} ended ({}) before the merge", helper, node,
+                       looked.detail));
+      return false;
+    case Merge::How::unlinked:
+      // slurmctld restarted since the helper started: a new one is
+      // submitted at the next look, for the same node.
+      repair.helpers.erase(node);
+      repair.helper_since.erase(node);
+      save(step, EventKind::expand_retry,
+           fmt::format("{} (slurmctld restarted since helper job {} started): a new helper",
+                       looked.detail, helper));
+      return false;
+    case Merge::How::merged:
+      break;
   }
   repair.merged.push_back(node);
+  nodes = looked.nodes;
   save(step, EventKind::merged,
        fmt::format("{} merged into job {} (helper job {})", node, job.job_id, helper));
   return true;
+}
+
+Engine::Merge Engine::merge(std::uint32_t helper, std::uint32_t job_id, bool give_up) {
+  const auto info = slurm_.load_job(helper);
+  if (info && info->pending) {
+    if (!give_up) return {Merge::How::pending, info->reason, ""};
+    slurm_.cancel_job(helper);
+    return {Merge::How::cancelled, info->reason, ""};
+  }
+  if (!info || !info->running) return {Merge::How::ended, info ? info->state : "gone", ""};
+  try {
+    slurm_.merge_expand_helper(helper, job_id);
+  } catch (const slurm::HelperUnlinked& e) {
+    slurm_.cancel_job(helper);
+    return {Merge::How::unlinked, e.what(), ""};
+  }
+  const auto now = slurm_.load_job(job_id);
+  return {Merge::How::merged, "", now ? now->nodes : std::string("?")};
 }
 
 void Engine::drop_unwanted_submits(const std::vector<StoredStep>& steps) {
@@ -589,8 +672,8 @@ void Engine::drop_unwanted_submits(const std::vector<StoredStep>& steps) {
     auto outcome = submits_.take(call);
     try {
       const auto id = outcome->get();
-      slurm_.cancel_job(id);
       log::info("{}: helper job {} is no longer wanted (the repair moved on): cancelled", call, id);
+      outbox_.post(fmt::format("cancel helper job {}", id), [this, id] { slurm_.cancel_job(id); });
     } catch (const std::exception& e) {
       log::info("{}: a helper no longer wanted: {}", call, e.what());
     }
@@ -598,20 +681,80 @@ void Engine::drop_unwanted_submits(const std::vector<StoredStep>& steps) {
 }
 
 void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
-  // The job as it is now, after the expansion.
-  const auto now = slurm_.load_job(before.job_id);
-  if (!now || !now->running) return;  // the next tick decides what happened
-  const auto& job = *now;
   const auto waited = clock_.since(step.repair.expanded.value_or(clock_.stamp()));
-  if (!old_step_gone(step, job, std::chrono::duration_cast<seconds>(waited).count())) return;
+  const auto waited_s = std::chrono::duration_cast<seconds>(waited).count();
   const auto next = step.step.attempt + 1;
   // A repair stored before the budget has no streak: every attempt counts.
   const std::uint32_t streak = step.repair.streak.value_or(next);
   const auto delay = relaunch_backoff(streak, std::chrono::duration_cast<seconds>(config_.backoff),
                                       DaemonConfig::kMaxBackoff);
+  // What slurmctld says now, asked on a thread of its own; decided here
+  // once it is in (see kOldStepGrace).
+  const auto key = call_key(step, "relaunch");
+  if (!checks_.has(key)) {
+    RelaunchAsk ask;
+    ask.job_id = before.job_id;
+    ask.step_id = step.step.step_id;
+    if (waited_s >= kOldStepGrace.count()) {
+      // When the step's first node died, its record stays for minutes
+      // (the other nodes' completions go through that node); --overlap
+      // allows for it.
+      const auto registered = slurm::expand_hostlist(step.step.nodelist);
+      const bool head_died =
+          !registered.empty() && contains(step.repair.failed_nodes(), registered.front());
+      ask.anyway = head_died || waited_s >= kOldStepGone.count();
+      // Its slurmstepds may be slow to end: cancelled again, once per grace.
+      const auto last = step.repair.old_step_cancelled;
+      ask.cancel_again = !ask.anyway && (!last || clock_.since(*last) >= kOldStepGrace);
+    }
+    ask.backoff_over = waited >= delay;
+    ask.step_hosts = step_hosts(step);
+    ask.failed = step.repair.failed_nodes();
+    checks_.run(key, [this, ask = std::move(ask)] { return relaunch_facts(ask); });
+  }
+  auto outcome = checks_.take(key);
+  if (!outcome) return;  // under way: this repair waits, the others go on
+  const auto facts = outcome->get();
+  if (!facts.job || !facts.job->running) return;  // the next look decides what happened
+  const auto& job = *facts.job;
+  const auto id = step.step.step_id;
+  if (facts.cancelled) {
+    const bool first = !step.repair.old_step_cancelled;
+    step.repair.old_step_cancelled = clock_.stamp();
+    if (!store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
+    if (first)
+      log::info("step {}: step {}.{} still listed {} s after the merge: cancelled again",
+                step.key(), job.job_id, id, waited_s);
+  }
+  switch (facts.old_step) {
+    case OldStep::listed:
+      return;
+    case OldStep::anyway:
+      if (said_old_step_.insert(step.key()).second)
+        log::warn(
+            "step {}: slurmctld still lists step {}.{} {} s after the merge; relaunching "
+            "anyway",
+            step.key(), job.job_id, id, waited_s);
+      break;
+    case OldStep::abandoned:
+      if (said_old_step_.insert(step.key()).second)
+        log::info(
+            "step {}: slurmctld still lists step {}.{}, but none of its nodes runs it (a "
+            "record slurmctld recovered after a restart): relaunching",
+            step.key(), job.job_id, id);
+      break;
+    case OldStep::gone:
+      break;
+  }
   if (waited < delay) return;
-  // Last: it asks slurmctld about each node of the job.
-  if (!nodes_registered(step, job)) return;
+  if (!facts.unregistered.empty()) {
+    if (said_unregistered_.insert(step.key()).second)
+      log::info(
+          "step {}: relaunch waits for {} (and any node after it) to register with "
+          "slurmctld (restarted lately)",
+          step.key(), facts.unregistered);
+    return;
+  }
   step.repair.relaunch = RelaunchPlan{job.nodes, static_cast<std::uint32_t>(job.hosts.size()),
                                       step.repair.step_nodes.value_or(0)};
   decide(
@@ -621,92 +764,64 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
                   step.repair.hang.empty() ? "" : "; the step hung: " + step.repair.hang));
 }
 
-bool Engine::nodes_registered(const StoredStep& step, const slurm::JobInfo& job) {
-  // A slurmctld restarted lately shows each node without a slurmd start
-  // time until the node registers again (a few seconds). Until then it
-  // refuses a new step on it as busy, and srun waits for a wake-up that
-  // only the end of another step of the job sends: minutes. Asked now, not
-  // from the tick's list: slurmctld may have restarted since (a tick waits
-  // on slurmctld while it shuts down). One node at a time, up to the first
-  // that has not registered: asked only once the relaunch would otherwise
-  // go (a job may hold thousands).
+Engine::RelaunchFacts Engine::relaunch_facts(const RelaunchAsk& ask) {
+  RelaunchFacts facts;
+  facts.job = slurm_.load_job(ask.job_id);
+  if (!facts.job || !facts.job->running) return facts;
+  const auto& job = *facts.job;
+  if (!slurm_.step_exists(ask.job_id, ask.step_id)) {
+    facts.old_step = OldStep::gone;
+  } else if (ask.anyway) {
+    facts.old_step = OldStep::anyway;
+  } else if (ask.cancel_again) {
+    slurm_.kill_step(ask.job_id, ask.step_id);
+    facts.cancelled = true;
+    if (!slurm_.step_exists(ask.job_id, ask.step_id)) {
+      facts.old_step = OldStep::gone;
+    } else {
+      // A record a restarted slurmctld recovered outlives every cancel:
+      // Slurm 22.05 ends a step's record only when its slurmstepds report
+      // its end (or the job ends), and a cancel reaches none. Its nodes
+      // still in the job are asked whether they run any of it; the failed
+      // ones are dead or new.
+      std::vector<std::string> nodes;
+      for (const auto& host : ask.step_hosts)
+        if (contains(job.hosts, host) && !contains(ask.failed, host)) nodes.push_back(host);
+      if (nodes.empty() || slurm_.step_daemons_left(ask.job_id, ask.step_id,
+                                                    slurm::compress_hostlist(nodes)) == false)
+        facts.old_step = OldStep::abandoned;
+    }
+  }
+  if (facts.old_step == OldStep::listed || !ask.backoff_over) return facts;
+  // Last: a slurmctld restarted lately shows each node without a slurmd
+  // start time until the node registers again (a few seconds). Until then
+  // it refuses a new step on it as busy, and srun waits for a wake-up that
+  // only the end of another step of the job sends: minutes. One node at a
+  // time, up to the first that has not registered (a job may hold
+  // thousands).
   for (const auto& host : job.hosts) {
     const auto node = slurm_.load_node(host);
-    if (!node || node->slurmd_start_time != 0) continue;
-    if (said_unregistered_.insert(step.key()).second)
-      log::info(
-          "step {}: relaunch waits for {} (and any node after it) to register with "
-          "slurmctld (restarted lately)",
-          step.key(), host);
-    return false;
+    if (node && node->slurmd_start_time == 0) {
+      facts.unregistered = host;
+      break;
+    }
   }
-  return true;
-}
-
-bool Engine::old_step_gone(StoredStep& step, const slurm::JobInfo& job, std::int64_t waited) {
-  const auto id = step.step.step_id;
-  if (!slurm_.step_exists(job.job_id, id)) return true;
-  if (waited < kOldStepGrace.count()) return false;
-  // When the step's first node died, its record stays for minutes (the
-  // other nodes' completions go through that node); --overlap allows for it.
-  const auto registered = slurm::expand_hostlist(step.step.nodelist);
-  const bool head_died =
-      !registered.empty() && contains(step.repair.failed_nodes(), registered.front());
-  if (head_died || waited >= kOldStepGone.count()) {
-    if (said_old_step_.insert(step.key()).second)
-      log::warn(
-          "step {}: slurmctld still lists step {}.{} {} s after the merge; relaunching "
-          "anyway",
-          step.key(), job.job_id, id, waited);
-    return true;
-  }
-  // Its slurmstepds may be slow to end: cancel it again, once per grace.
-  const auto last = step.repair.old_step_cancelled;
-  if (last && clock_.since(*last) < kOldStepGrace) return false;
-  slurm_.kill_step(job.job_id, id);
-  step.repair.old_step_cancelled = clock_.stamp();
-  if (!store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
-  if (!last)
-    log::info("step {}: step {}.{} still listed {} s after the merge: cancelled again", step.key(),
-              job.job_id, id, waited);
-  return !slurm_.step_exists(job.job_id, id) || no_step_daemons(step, job);
-}
-
-bool Engine::no_step_daemons(StoredStep& step, const slurm::JobInfo& job) {
-  // A record a restarted slurmctld recovered outlives every cancel: Slurm
-  // 22.05 ends a step's record only when its slurmstepds report its end (or
-  // the job ends), and a cancel reaches none. Its nodes still in the job are
-  // asked whether they run any of it; the failed ones are dead or new.
-  const auto failed = step.repair.failed_nodes();
-  std::vector<std::string> ask;
-  for (const auto& host : step_hosts(step))
-    if (contains(job.hosts, host) && !contains(failed, host)) ask.push_back(host);
-  if (!ask.empty() && slurm_.step_daemons_left(job.job_id, step.step.step_id,
-                                               slurm::compress_hostlist(ask)) != false)
-    return false;
-  if (said_old_step_.insert(step.key()).second)
-    log::info(
-        "step {}: slurmctld still lists step {}.{}, but none of its nodes runs it (a record "
-        "slurmctld recovered after a restart): relaunching",
-        step.key(), job.job_id, step.step.step_id);
-  return true;
+  return facts;
 }
 
 std::string Engine::helper_name(std::uint32_t job_id) {
   return fmt::format("auto-resume-expand-{}", job_id);
 }
 
-bool Engine::cancel_helpers(const StoredStep& step) {
-  const auto job_id = step.step.job_id;
-  try {
-    // The job's owner's only: the step was registered with its uid.
-    for (const auto id : slurm_.live_jobs_named(helper_name(job_id), step.uid))
-      slurm_.cancel_job(id);
-    return true;
-  } catch (const std::exception& e) {
-    log::warn("cannot cancel the helper jobs of job {}: {}", job_id, e.what());
-    return false;
-  }
+void Engine::cancel_helpers(const StoredStep& step) {
+  // The job's owner's only: the step was registered with its uid.
+  for (const auto id : slurm_.live_jobs_named(helper_name(step.step.job_id), step.uid))
+    slurm_.cancel_job(id);
+}
+
+void Engine::cancel_helpers_later(const StoredStep& step) {
+  outbox_.post(fmt::format("cancel the helper jobs of job {}", step.step.job_id),
+               [this, step] { cancel_helpers(step); });
 }
 
 }  // namespace ar

@@ -12,10 +12,12 @@ source "$(dirname "$0")/lib.sh"
 
 cluster_up --nodes 4 --accounting --slurmd-timeout 6 --message-timeout 3
 cd "$WORK" || exit
-# A provider that takes a few seconds, so that the controller dies mid-repair.
+# A provider that takes a few seconds, so that the controller dies mid-repair
+# (8 s: the kill follows the node_out event, which a loaded machine's event
+# polls may see seconds late).
 cat >slow-restart.sh <<SCRIPT
 #!/bin/bash
-sleep 3
+sleep 8
 exec $CLUSTER_CMD restart-node $CLUSTER "\$1" --kill
 SCRIPT
 chmod +x slow-restart.sh

@@ -443,3 +443,29 @@ TEST_CASE(
   rig.run_for(2);
   CHECK(rig.step().verdict == Verdict::relaunch);
 }
+
+TEST_CASE("a round of probes slow to return holds up no look, and counts once it is in",
+          "[engine][probe]") {
+  ProbeRig rig;
+  rig.engine->start_probes();
+  rig.prober.rounds.set(true);  // a round waits out its timeout, and more
+  rig.kill("node3");
+  rig.engine->tick();  // starts a round, and returns while it waits
+  REQUIRE(rig.prober.rounds.wait_for_waiter(5s));
+  // The looks go on meanwhile, with no second round while one is out (the
+  // clock stands still: a round that outlived its timeout is not counted).
+  for (int i = 0; i < 3; ++i) {
+    rig.beat_all();
+    rig.engine->tick();
+  }
+  CHECK(rig.prober.rounds.waiting());
+  CHECK(rig.step().state == StepState::registered);
+  CHECK(rig.keeper->peer_work("node1", {}).empty());  // nothing counted yet
+  rig.prober.rounds.set(false);
+  REQUIRE(rig.engine->probes_settled(5s));
+  // The next look counts the round: node3 was silent, its peers are asked.
+  rig.engine->tick();
+  const auto work = rig.keeper->peer_work("node1", {});
+  REQUIRE(work.size() == 1);
+  CHECK(work[0].node == "node3");
+}

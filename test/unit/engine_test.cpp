@@ -701,6 +701,37 @@ TEST_CASE("a slurmctld slow to take one repair's FAIL mark holds up no other job
         "DOWN: node3; step 10.0 cancelled");
 }
 
+TEST_CASE("a slurmctld slow to answer one repair's later calls holds up no other job's repair",
+          "[engine][writes]") {
+  Rig rig(8);
+  two_jobs(rig);
+  rig.engine->start_writes();
+  auto verdict = Verdict::relaunch;
+  SECTION("the merge of its helper") { rig.slurm.later_call = "merge"; }
+  SECTION("the relaunch's look at the old step") { rig.slurm.later_call = "step_exists"; }
+  SECTION("its requeue") {
+    rig.slurm.jobs.at(10).has_gres = true;  // no spare: Slurm's requeue
+    rig.slurm.later_call = "requeue";
+    verdict = Verdict::requeued;
+  }
+  rig.slurm.later_calls_of = 10;
+  rig.slurm.later_calls.set(true);
+  rig.slurm.nodes["node3"].down = true;
+  REQUIRE(rig.tick_until([&] { return rig.slurm.later_calls.waiting(); }));
+  const auto phase = rig.step().phase;
+  // Another job's node dies meanwhile: repaired at the next looks, the
+  // first repair still waiting for slurmctld.
+  rig.slurm.nodes["node6"].down = true;
+  CHECK(rig.tick_until(
+      [&] { return rig.store->find("r2", 0).value().verdict == Verdict::relaunch; }));
+  CHECK(rig.slurm.later_calls.waiting());
+  CHECK(rig.step().state == StepState::repairing);
+  CHECK(rig.step().phase == phase);
+  rig.slurm.later_calls.set(false);
+  CHECK(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
+  CHECK(rig.step().verdict == verdict);
+}
+
 TEST_CASE("slurmctld gone during a look: the other steps wait for the next look, not a call each",
           "[engine][writes]") {
   Rig rig(8);

@@ -309,6 +309,7 @@ std::optional<std::string> FakeSlurm::step_nodes(std::uint32_t job_id, std::uint
 }
 
 bool FakeSlurm::step_exists(std::uint32_t job_id, std::uint32_t step_id) {
+  if (job_id == later_calls_of && later_call == "step_exists") later_calls.pass();
   const auto held = check_reachable();
   return steps.contains({job_id, step_id});
 }
@@ -340,6 +341,7 @@ void FakeSlurm::set_admin_comment(std::uint32_t job_id, const std::string& text)
 }
 
 void FakeSlurm::requeue(std::uint32_t job_id) {
+  if (job_id == later_calls_of && later_call == "requeue") later_calls.pass();
   const auto held = check_reachable();
   auto& j = job(job_id);
   j.running = false;
@@ -372,6 +374,7 @@ std::uint32_t FakeSlurm::submit_expand_helper(const slurm::JobInfo& of,
 }
 
 void FakeSlurm::merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {
+  if (job_id == later_calls_of && later_call == "merge") later_calls.pass();
   const auto held = check_reachable();
   if (unlinked_helpers.contains(helper_id))
     throw slurm::HelperUnlinked("cannot hand the nodes of job " + std::to_string(helper_id) +
@@ -405,6 +408,7 @@ void FakeSlurm::cancel_job(std::uint32_t job_id) {
 std::vector<ProbeResult> FakeProber::probe(const std::vector<ProbeTarget>& targets,
                                            std::chrono::milliseconds /*timeout*/,
                                            ProbeDepth /*depth*/) {
+  rounds.pass();
   std::vector<ProbeResult> out;
   for (const auto& t : targets) {
     ++probes;

@@ -121,6 +121,12 @@ class FakeSlurm final : public slurm::SlurmApi {
   // slurmctld slow to take one repair's mark).
   Hold fail_marks;
   std::string fail_marks_of;
+  // While set, one call of job `later_calls_of` waits (a slurmctld slow to
+  // answer a repair's later calls): `later_call` names it, "merge" (of a
+  // helper into the job), "step_exists" or "requeue".
+  Hold later_calls;
+  std::uint32_t later_calls_of = 0;
+  std::string later_call;
   // set_node_fail of these nodes finds slurmctld gone (SlurmUnreachable),
   // each try counted in `unreachable_marks`.
   std::set<std::string> marks_unreachable;
@@ -184,6 +190,8 @@ class FakeProber final : public Prober {
   std::set<std::string> dead;
   std::set<std::string> unknown;
   int probes = 0;  // targets probed so far
+  // While set, a round waits (a prober slow to time out).
+  Hold rounds;
   std::vector<ProbeResult> probe(const std::vector<ProbeTarget>& targets,
                                  std::chrono::milliseconds timeout, ProbeDepth depth) override;
 };
