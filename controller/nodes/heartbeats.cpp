@@ -208,7 +208,9 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
   gate_.settle("heartbeat", {silent.begin(), silent.end()});
   std::erase_if(probed_, [&](const auto& entry) { return !is_silent(entry.first); });
   for (auto it = cross_checking_.begin(); it != cross_checking_.end();) {
-    if (is_silent(it->first)) {
+    // A mark under way (or in) makes the node FAIL, so no longer silent:
+    // it is taken by settle_cross_checks.
+    if (is_silent(it->first) || writes_.has("mark " + it->first)) {
       ++it;
       continue;
     }
@@ -237,44 +239,54 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
     return (it != probed_.end() && now - it->second < config_.heartbeat_timeout) ||
            cross_checking_.contains(node) || store_.node_repair(node);
   });
-  if (!silent.empty())
-    mark_silent(std::move(silent), nodes);
-  else
-    settle_cross_checks();
+  // One round at a time; a node left out is looked at by the next.
+  if (!silent.empty() && !deep_probes_.has(kDeepProbe)) mark_silent(std::move(silent), nodes);
+  take_deep_probe();
 }
 
 void NodeKeeper::mark_silent(std::vector<std::string> silent, const NodeMap& nodes) {
-  std::vector<ProbeTarget> targets;
+  DeepRound round;
   for (const auto& node : silent) {
     const auto& info = *nodes.at(node);
-    targets.push_back({info.address, info.port});
+    round.targets.push_back({info.address, info.port});
     probed_[node] = clock_.now();
   }
-  const auto results = prober_.probe(targets, milliseconds{1000}, ProbeDepth::deep);
-  for (std::size_t i = 0; i < silent.size(); ++i) {
-    const auto& node = silent[i];
-    double age = 0;
-    {
-      std::lock_guard lock(mutex_);
-      const auto it = heard_.find(node);
-      if (it == heard_.end()) continue;  // said goodbye meanwhile
-      age = as_seconds(clock_.now() - it->second.at);
+  round.silent = std::move(silent);
+  // On a thread of its own (1 s at most): taken at a later look.
+  deep_probes_.run(kDeepProbe, [this, round = std::move(round)]() mutable {
+    round.results = prober_.probe(round.targets, milliseconds{1000}, ProbeDepth::deep);
+    return round;
+  });
+}
+
+void NodeKeeper::take_deep_probe() {
+  if (auto outcome = deep_probes_.take(kDeepProbe)) {
+    const auto round = outcome->get();
+    for (std::size_t i = 0; i < round.silent.size(); ++i) {
+      const auto& node = round.silent[i];
+      double age = 0;
+      {
+        std::lock_guard lock(mutex_);
+        const auto it = heard_.find(node);
+        if (it == heard_.end()) continue;  // said goodbye meanwhile
+        age = as_seconds(clock_.now() - it->second.at);
+      }
+      if (age * 1000 <= static_cast<double>(config_.heartbeat_timeout.count()))
+        continue;                                                 // heard again during the probe
+      if (round.results.at(i) == ProbeResult::unknown) continue;  // the prober's own failure
+      if (round.results.at(i) == ProbeResult::answered) {
+        if (late_said_.insert(node).second)
+          store_.add_node_event(
+              node, {EventKind::heartbeat_late,
+                     fmt::format("no heartbeat from {} for {:.0f} s, but its slurmd answers: not "
+                                 "marked (is its agent running?)",
+                                 node, age)});
+        continue;
+      }
+      // Silent both ways, as seen from here: other nodes' agents look too.
+      ask_peers(node, {round.targets[i], {}, ProbeDepth::deep}, PeerAsker::heartbeats);
+      cross_checking_[node] = age;
     }
-    if (age * 1000 <= static_cast<double>(config_.heartbeat_timeout.count()))
-      continue;                                           // heard again during the probe
-    if (results.at(i) == ProbeResult::unknown) continue;  // the prober's own failure
-    if (results.at(i) == ProbeResult::answered) {
-      if (late_said_.insert(node).second)
-        store_.add_node_event(
-            node, {EventKind::heartbeat_late,
-                   fmt::format("no heartbeat from {} for {:.0f} s, but its slurmd answers: not "
-                               "marked (is its agent running?)",
-                               node, age)});
-      continue;
-    }
-    // Silent both ways, as seen from here: other nodes' agents look too.
-    ask_peers(node, {targets[i], {}, ProbeDepth::deep}, PeerAsker::heartbeats);
-    cross_checking_[node] = age;
   }
   settle_cross_checks();
 }
@@ -305,28 +317,39 @@ void NodeKeeper::settle_cross_checks() {
 }
 
 bool NodeKeeper::mark_unheard(const std::string& node, double age, const std::string& checked) {
-  if (slurm_away_) return false;  // tried again at the next look
-  const auto reason = fmt::format(
-      "Action:Replace heartbeat: no heartbeat for {:.0f} s and slurmd does not answer", age);
-  if (!gate_.allow(Gate::Counted::mark, {node})) {
-    gate_.would("heartbeat", node,
-                fmt::format("mark {} FAIL: no heartbeat for over heartbeat_timeout={} s and its "
-                            "slurmd does not answer ({})",
-                            node, config_.heartbeat_timeout.count() / 1000, checked));
-    return true;  // looked at again after heartbeat_timeout
+  const auto key = "mark " + node;
+  if (!writes_.has(key)) {
+    if (slurm_away_) return false;  // tried again at the next look
+    const auto reason = fmt::format(
+        "Action:Replace heartbeat: no heartbeat for {:.0f} s and slurmd does not answer", age);
+    if (!gate_.allow(Gate::Counted::mark, {node})) {
+      gate_.would("heartbeat", node,
+                  fmt::format("mark {} FAIL: no heartbeat for over heartbeat_timeout={} s and its "
+                              "slurmd does not answer ({})",
+                              node, config_.heartbeat_timeout.count() / 1000, checked));
+      return true;  // looked at again after heartbeat_timeout
+    }
+    // On a thread of its own: taken at a later look.
+    writes_.run(key, [this, node, reason] {
+      slurm_.set_node_fail(node, reason);
+      return reason;
+    });
   }
+  auto outcome = writes_.take(key);
+  if (!outcome) return false;  // under way: looked at again at the next look
+  std::string reason;
   try {
-    slurm_.set_node_fail(node, reason);
+    reason = outcome->get();
   } catch (const std::exception& e) {
     // Said once while it fails the same way (slurmctld away: tried at each look).
-    if (auto& said = errors_said_["mark " + node]; said != e.what()) {
+    if (auto& said = errors_said_[key]; said != e.what()) {
       said = e.what();
-      log::warn("{}: cannot mark it FAIL ({}): {}", node, reason, e.what());
+      log::warn("{}: cannot mark it FAIL: {}", node, e.what());
     }
     gate_.settled(Gate::Counted::mark, {node});  // not done: it counts when it is
     return false;
   }
-  errors_said_.erase("mark " + node);
+  errors_said_.erase(key);
   {
     std::lock_guard lock(mutex_);
     heard_.erase(node);  // watched again once its agent is heard again

@@ -200,6 +200,7 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
   if (config_.provider == ProviderKind::spares)
     guarded("spares", [&] { keep_spares(nodes, protected_nodes); });
   replacing_ = !calls_.empty();
+  guarded("writes", [&] { drop_unwanted_writes(); });
   for (auto& repair : store_.node_repairs()) {
     try {
       advance(repair, nodes, protected_nodes);
@@ -315,9 +316,17 @@ void NodeKeeper::advance(NodeRepair& repair, const NodeMap& nodes,
 bool NodeKeeper::advance_waiting(NodeRepair& repair, const slurm::NodeInfo& node,
                                  const std::set<std::string>& protected_nodes) {
   const auto& name = repair.node;
-  if (repair.mode == RepairMode::force && !node.down) {
-    if (protected_nodes.contains(name) && clock_.since(repair.started()) < kForceGrace) return true;
-    slurm_.set_node_down(name, repair.reason);
+  const auto down = "down " + name;
+  if (writes_.has(down) || (repair.mode == RepairMode::force && !node.down)) {
+    if (!writes_.has(down) && protected_nodes.contains(name) &&
+        clock_.since(repair.started()) < kForceGrace)
+      return true;
+    // On a thread of its own: the event once it is in.
+    if (!written(down, [this, name, reason = repair.reason] {
+          slurm_.set_node_down(name, reason);
+          return std::string();
+        }))
+      return true;
     save(repair, EventKind::forced,
          fmt::format("{} set DOWN: the jobs left on it are killed", name));
     return true;
@@ -380,6 +389,8 @@ bool NodeKeeper::advance_replacing(NodeRepair& repair) {
 bool NodeKeeper::advance_returning(NodeRepair& repair, const slurm::NodeInfo& node,
                                    const NodeMap& nodes) {
   const auto& name = repair.node;
+  const auto key = "return " + name;
+  if (writes_.has(key)) return returned(repair, key);
   // The new instance: a slurmd started since the provider's call (not one
   // that restarted by itself before it) and answering slurmctld.
   if (node.slurmd_start_time == repair.instance || node.slurmd_start_time < repair.called_at ||
@@ -397,22 +408,61 @@ bool NodeKeeper::advance_returning(NodeRepair& repair, const slurm::NodeInfo& no
   // the new slurmd's registration cleared DOWN and its reason).
   const bool by_slurm = !node.fail && !node.down && !node.drain && node.reason.empty();
   const bool ours = by_slurm || node.reason == repair.reason || wants_replacement(node);
-  if (ours && (node.fail || node.down || node.drain)) slurm_.resume_node(name);
-  if (ours && !short_of.empty()) slurm_.set_node_drain(name, kSpareReason);
-  const EventSpec event{
-      EventKind::node_replaced,
-      fmt::format("{} is back in service: a new instance (slurmd started at {}) replaced "
-                  "the old one{}{}",
-                  name, node.slurmd_start_time,
-                  !ours      ? ", left as an admin set it meanwhile (" + node.reason + ")"
-                  : by_slurm ? "; Slurm had returned it to service when it registered"
-                             : "",
-                  ours && !short_of.empty() ? ", kept as a spare of " + join(short_of, ",") : "")};
+  const auto detail = fmt::format(
+      "{} is back in service: a new instance (slurmd started at {}) replaced "
+      "the old one{}{}",
+      name, node.slurmd_start_time,
+      !ours      ? ", left as an admin set it meanwhile (" + node.reason + ")"
+      : by_slurm ? "; Slurm had returned it to service when it registered"
+                 : "",
+      ours && !short_of.empty() ? ", kept as a spare of " + join(short_of, ",") : "");
+  // On a thread of its own: the event once it is in.
+  writes_.run(key, [this, name, detail, resume = ours && (node.fail || node.down || node.drain),
+                    spare = ours && !short_of.empty()] {
+    if (resume) slurm_.resume_node(name);
+    if (spare) slurm_.set_node_drain(name, kSpareReason);
+    return detail;
+  });
+  return returned(repair, key);
+}
+
+bool NodeKeeper::returned(NodeRepair& repair, const std::string& key) {
+  const auto& name = repair.node;
+  const auto detail = written(key, nullptr);
+  if (!detail) return true;  // under way
+  const EventSpec event{EventKind::node_replaced, *detail};
   log::audit(asker_of(repair), name_of(event.kind), event.detail);
   store_.remove_node_repair(name, event);
   // A replacement that succeeded no longer counts toward the breaker.
   if (repair.attempts > 0) gate_.settled(Gate::Counted::replacement, {name});
   return true;
+}
+
+std::optional<std::string> NodeKeeper::written(const std::string& key,
+                                               std::function<std::string()> write) {
+  if (!writes_.has(key)) writes_.run(key, std::move(write));
+  auto outcome = writes_.take(key);
+  if (!outcome) return std::nullopt;
+  return outcome->get();
+}
+
+void NodeKeeper::drop_unwanted_writes() {
+  for (const auto& key : writes_.finished()) {
+    const auto space = key.find(' ');
+    const auto what = key.substr(0, space);
+    const auto node = key.substr(space + 1);
+    // A spare's drain is taken by keep_spares; a mark while its node is
+    // cross-checked; the others while the node's replacement goes on.
+    if (what == "spare" || (what == "mark" && cross_checking_.contains(node)) ||
+        ((what == "down" || what == "return") && store_.node_repair(node)))
+      continue;
+    try {
+      writes_.take(key)->get();
+      log::info("{}: no longer wanted (its node moved on meanwhile)", key);
+    } catch (const std::exception& e) {
+      log::info("{}: no longer wanted (its node moved on meanwhile): {}", key, e.what());
+    }
+  }
 }
 
 void NodeKeeper::retry_or_fail(NodeRepair& repair) {

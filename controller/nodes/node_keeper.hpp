@@ -49,6 +49,7 @@
 #include "autoresume/process.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/resume.hpp"
+#include "calls.hpp"
 #include "gate.hpp"
 #include "log.hpp"
 #include "nodes/origin.hpp"
@@ -155,6 +156,19 @@ class NodeKeeper {
   void tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes,
             bool slurm_away = false);
 
+  // The keeper's calls to slurmctld (marks, DOWN, a returned node's
+  // resume and drain, the spares' drains and partitions) and its deep
+  // probes run on threads of their own once started (Engine::start), and
+  // are taken at a later look; until then at once (tests tick by hand).
+  void start_calls() {
+    writes_.start();
+    deep_probes_.start();
+    partition_reads_.start();
+  }
+  bool calls_settled(std::chrono::milliseconds limit) const {
+    return writes_.wait(limit) && deep_probes_.wait(limit) && partition_reads_.wait(limit);
+  }
+
   // Whether a replacement was under way at the last tick (its provider
   // call, or the node's return): no slurmctld restart meanwhile.
   bool replacing() const { return replacing_; }
@@ -199,8 +213,26 @@ class NodeKeeper {
   // only when some node's agent is heard).
   bool collect_late(const NodeMap& nodes, std::vector<std::string>& late,
                     std::vector<std::string>& silent, std::size_t& heard);
-  // Deep-probes silent nodes and marks those whose slurmd does not answer.
+  // Deep-probes silent nodes (a round on a thread of its own), and marks
+  // those whose slurmd does not answer once the round is in (take_deep_probe).
   void mark_silent(std::vector<std::string> silent, const NodeMap& nodes);
+  void take_deep_probe();
+  struct DeepRound {
+    std::vector<std::string> silent;
+    std::vector<ProbeTarget> targets;  // of `silent`, in order
+    std::vector<ProbeResult> results;
+  };
+  static constexpr const char* kDeepProbe = "deep probe";
+  // Runs `write` (calls to slurmctld) under `key` ("WHAT NODE") on a thread
+  // of its own unless one is under way; what it returned once it is in
+  // (taken: it throws here if it failed), nothing meanwhile.
+  std::optional<std::string> written(const std::string& key, std::function<std::string()> write);
+  // The spares' drains that came in: their events; `drained` gets their
+  // nodes and those of the drains under way.
+  void take_spare_drains(std::set<std::string>& drained);
+  // Writes whose owner no longer wants them (a replacement dropped, a
+  // silent node heard again) are dropped once in.
+  void drop_unwanted_writes();
   void advance(NodeRepair& repair, const NodeMap& nodes,
                const std::set<std::string>& protected_nodes);
   // One state each: true when the repair is done with for this tick.
@@ -208,6 +240,9 @@ class NodeKeeper {
                        const std::set<std::string>& protected_nodes);
   bool advance_replacing(NodeRepair& repair);
   bool advance_returning(NodeRepair& repair, const slurm::NodeInfo& node, const NodeMap& nodes);
+  // The returned node's resume (and drain as a spare), under `key`, once
+  // in: the replacement ends.
+  bool returned(NodeRepair& repair, const std::string& key);
   // The provider failed (or the node never came back): again after a
   // backoff, until provider_retries calls have failed.
   void retry_or_fail(NodeRepair& repair);
@@ -292,6 +327,10 @@ class NodeKeeper {
   // "spares") and per replaced node, while it persists.
   std::map<std::string, std::string> errors_said_;
   std::set<std::string> short_said_;  // partitions whose "no idle node for a spare" is out
+  // Last: their threads end before what they use goes.
+  Calls<std::string> writes_{nullptr};  // by "WHAT NODE"
+  Calls<DeepRound> deep_probes_{nullptr};
+  Calls<std::map<std::string, std::vector<std::string>>> partition_reads_{nullptr};
 };
 
 }  // namespace ar

@@ -17,7 +17,8 @@ bool NodeKeeper::is_spare(const slurm::NodeInfo& node) {
 
 std::vector<std::string> NodeKeeper::short_of_spares(const std::string& node,
                                                      const NodeMap& nodes) {
-  if (partitions_.empty()) partitions_ = slurm_.partitions();
+  // The partitions as keep_spares last read them (none before its first
+  // read: no partition is short then).
   std::vector<std::string> out;
   for (const auto& [partition, members] : partitions_) {
     if (std::ranges::find(members, node) == members.end()) continue;
@@ -30,13 +31,41 @@ std::vector<std::string> NodeKeeper::short_of_spares(const std::string& node,
   return out;
 }
 
-void NodeKeeper::keep_spares(const NodeMap& nodes, const std::set<std::string>& protected_nodes) {
-  // Partitions change rarely; read them again now and then.
-  if (partitions_.empty() || clock_.now() - partitions_read_ > std::chrono::seconds{60}) {
-    partitions_ = slurm_.partitions();
-    partitions_read_ = clock_.now();
+void NodeKeeper::take_spare_drains(std::set<std::string>& drained) {
+  for (const auto& key : writes_.keys()) {
+    if (!key.starts_with("spare ")) continue;
+    const auto node = key.substr(6);
+    auto outcome = writes_.take(key);
+    if (!outcome) {
+      drained.insert(node);  // under way
+      continue;
+    }
+    try {
+      const auto detail = outcome->get();
+      drained.insert(node);  // the node map may not show it yet
+      log::audit({0, "spares", ""}, name_of(EventKind::spare_added), detail);
+      store_.add_node_event(node, {EventKind::spare_added, detail});
+    } catch (const std::exception& e) {
+      log::warn("{}: cannot drain it as a spare: {}", node, e.what());
+    }
   }
-  std::set<std::string> drained;  // this tick's: the node map does not show them yet
+}
+
+void NodeKeeper::keep_spares(const NodeMap& nodes, const std::set<std::string>& protected_nodes) {
+  // Partitions change rarely; read again now and then, on a thread of
+  // their own.
+  constexpr const char* kRead = "partitions";
+  if ((partitions_.empty() || clock_.now() - partitions_read_ > std::chrono::seconds{60}) &&
+      !partition_reads_.has(kRead))
+    partition_reads_.run(kRead, [this] { return slurm_.partitions(); });
+  if (auto read = partition_reads_.take(kRead)) {
+    partitions_read_ = clock_.now();  // a failed read is tried again in 60 s
+    partitions_ = read->get();
+  }
+  // Drains under way or done since the last look: the node map does not
+  // show them yet.
+  std::set<std::string> drained;
+  take_spare_drains(drained);
   for (const auto& [partition, members] : partitions_) {
     auto have = static_cast<unsigned>(std::ranges::count_if(members, [&](const std::string& m) {
       const auto it = nodes.find(m);
@@ -69,15 +98,19 @@ void NodeKeeper::keep_spares(const NodeMap& nodes, const std::set<std::string>& 
                     fmt::format("drain {} as a spare of partition {}", pick->name, partition));
         break;
       }
-      slurm_.set_node_drain(pick->name, kSpareReason);
       drained.insert(pick->name);
       ++have;
-      const auto detail = fmt::format("{} drained as a spare of partition {} ({} of {})",
-                                      pick->name, partition, have, config_.spares);
-      log::audit({0, "spares", ""}, name_of(EventKind::spare_added), detail);
-      store_.add_node_event(pick->name, {EventKind::spare_added, detail});
+      // On a thread of its own: its event once it is in.
+      writes_.run("spare " + pick->name,
+                  [this, name = pick->name,
+                   detail = fmt::format("{} drained as a spare of partition {} ({} of {})",
+                                        pick->name, partition, have, config_.spares)] {
+                    slurm_.set_node_drain(name, kSpareReason);
+                    return detail;
+                  });
     }
   }
+  take_spare_drains(drained);  // at once where calls run on the caller's thread (tests)
 }
 
 }  // namespace ar

@@ -37,6 +37,7 @@ void Engine::start() {
   start_writes();
   probes_.start();
   reads_.start();
+  keeper_.start_calls();
   thread_ = std::thread([this] { run(); });
 }
 

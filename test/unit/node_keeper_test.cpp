@@ -2,6 +2,9 @@
 // keeper does today; a test whose name ends in "(today and issue 11 flips
 // it)" pins behaviour that looks wrong and that issue changes.
 
+#include <functional>
+#include <thread>
+
 #include "full_store.hpp"
 #include "keeper_rig.hpp"
 #include "stderr_capture.hpp"
@@ -30,6 +33,39 @@ TEST_CASE("a node heard and then silent past the timeout whose slurmd does not a
   REQUIRE(repair);
   CHECK(repair->mode == RepairMode::now);
   CHECK(repair->reason == heartbeat_reason(11));
+}
+
+TEST_CASE(
+    "a slurmctld slow to take a silent node's FAIL mark holds up no look, and the mark's "
+    "event follows its answer",
+    "[node_keeper]") {
+  KeeperRig k;
+  k.keeper.start_calls();  // the deep probe and the mark on threads of their own
+  k.tick();
+  k.beat("node1");
+  k.prober.dead.insert(kNode1Address);
+  k.slurm.fail_marks_of = "node1";
+  k.slurm.fail_marks.set(true);
+  k.run_for(11);  // silent past the timeout: the deep probe goes out
+  // Looks (the clock standing still) until the mark waits for slurmctld.
+  auto look_until = [&](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      k.tick();
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  };
+  REQUIRE(look_until([&] { return k.slurm.fail_marks.waiting(); }));
+  k.tick();  // returns while the mark waits
+  CHECK(k.slurm.fail_marks.waiting());
+  CHECK(k.details(EventKind::marked).empty());
+  k.slurm.fail_marks.set(false);
+  REQUIRE(look_until([&] { return !k.details(EventKind::marked).empty(); }));
+  CHECK(k.slurm.updates == Strings{"fail node1 " + heartbeat_reason(11)});
+  CHECK(k.details(EventKind::marked) == Strings{"node1 marked FAIL: " + heartbeat_reason(11) +
+                                                " (no node agent to cross-check with)"});
 }
 
 TEST_CASE("a silent node whose slurmd answers is not marked but has one heartbeat_late event",

@@ -1,12 +1,12 @@
 #pragma once
-// Outside calls whose answer a repair needs but the engine's tick never
-// waits for (the expand helper's submit: auto-resume-submit runs as the
-// job's owner, who can stop it, for up to its 30 s timeout). The tick
-// starts one under a key, each on a thread of its own, and takes its
-// outcome at a later tick once it is ready; meanwhile the tick goes on with
-// every other step and node. A finished call wakes the engine (`done`).
-// Until start(), a call runs at once on the caller's thread (the engine's
-// unit tests tick by hand). Only the engine's thread uses it.
+// Outside calls whose answer the engine's look needs but never waits for
+// (a repair's calls to slurmctld, the expand helper's submit, probes; the
+// node keeper's marks and probes). The look starts one under a key, each on
+// a thread of its own, and takes its outcome at a later look once it is
+// ready; meanwhile the look goes on with every other step and node. A
+// finished call wakes the engine (`done`, if given). Until start(), a call
+// runs at once on the caller's thread (unit tests tick by hand). Only the
+// engine's thread uses it.
 
 #include <chrono>
 #include <cstddef>
@@ -81,6 +81,12 @@ class Calls {
     return out;
   }
   std::size_t size() const { return calls_.size(); }
+  // The keys of every call started and not taken.
+  std::vector<std::string> keys() const {
+    std::vector<std::string> out;
+    for (const auto& [key, call] : calls_) out.push_back(key);
+    return out;
+  }
   // Waits until every call is ready, at most `limit` (tests).
   bool wait(std::chrono::milliseconds limit) const {
     const auto deadline = std::chrono::steady_clock::now() + limit;
