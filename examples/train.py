@@ -22,6 +22,9 @@ each checkpoint save as a slow section): auto_resume_progress.py, beside this
 file. SIGUSR1 prints every rank's Python stacks to stderr (faulthandler), as
 srun --auto-resume-hang-signal=USR1 asks before a hung step is cancelled.
 --hang-at-step makes one rank stop for good at a step, to try the hang watch.
+--fault-dir lets a caller make a rank hang or crash at a time of its choosing
+(bench/goodput.sh does), and --step-log keeps a wall-clock record of every
+step (the training step against wall time).
 
 What rank 0 prints (one line each, stdout, flushed at once):
   world size W, master ADDR:PORT[, attempt A][, nodes NODE_LIST]
@@ -93,6 +96,19 @@ def parse_args(argv):
     parser.add_argument("--hang-once", action="store_true",
                         help="hang only in the first run that reaches the "
                              "step (a file in --checkpoint-dir remembers)")
+    parser.add_argument("--fault-dir", metavar="DIR",
+                        help="after each step, every rank looks for "
+                             "DIR/hang-RANK and DIR/crash-RANK (RANK: its "
+                             "rank); it removes the one it finds, then stops "
+                             "for good (as --hang-at-step) or exits with "
+                             "status 1: a hang or a crash, when a caller "
+                             "chooses")
+    parser.add_argument("--step-log", metavar="PATH",
+                        help="rank 0 appends a line per step to PATH: "
+                             "'EPOCH PID step K', and 'EPOCH PID start K' "
+                             "once it has loaded the checkpoint of step K "
+                             "(0: none), 'EPOCH PID checkpoint K' once the "
+                             "checkpoint of step K is on disk")
     parser.add_argument("--check-args", action="store_true",
                         help="check the arguments and exit, without torch "
                              "(train_auto_resume.sh does, before torchrun)")
@@ -205,6 +221,14 @@ def main(argv):
                 f"ranks loaded checkpoints of different steps {seen} from "
                 f"{path}: is --checkpoint-dir a folder that all nodes share?")
         say(f"resumed from step {step}" if step else "starting from step 0")
+        step_log = None
+        if args.step_log and rank == 0:
+            step_log = open(args.step_log, "a", buffering=1)  # a line at a time
+
+        def log_step(what):
+            if step_log:
+                step_log.write(f"{time.time():.3f} {os.getpid()} {what} {step}\n")
+        log_step("start")
         if rank == 0:
             os.makedirs(args.checkpoint_dir, exist_ok=True)
 
@@ -219,6 +243,7 @@ def main(argv):
                         "optimizer": optimizer.state_dict(),
                         "world_size": world_size, "seed": args.seed})
                 dist.barrier()  # nobody goes on (or ends) before it is on disk
+            log_step("checkpoint")
 
         def hang_now():
             if args.hang_at_step != step or args.hang_rank != rank:
@@ -229,6 +254,21 @@ def main(argv):
             open(marker, "w").close()
             print(f"rank {rank} hangs at step {step}", file=sys.stderr, flush=True)
             return True
+
+        def fault_now():
+            """'hang' or 'crash' if the caller asked this rank for one."""
+            if not args.fault_dir:
+                return None
+            for kind in ("hang", "crash"):
+                marker = os.path.join(args.fault_dir, f"{kind}-{rank}")
+                try:
+                    os.unlink(marker)
+                except FileNotFoundError:
+                    continue
+                print(f"rank {rank} {kind}s at step {step} ({marker})",
+                      file=sys.stderr, flush=True)
+                return kind
+            return None
 
         if step >= args.steps:
             say(f"checkpoint of step {step} is already at --steps {args.steps}: "
@@ -242,9 +282,13 @@ def main(argv):
             step += 1
             if args.step_seconds:
                 time.sleep(args.step_seconds)
-            if hang_now():
+            fault = fault_now()
+            if fault == "crash":
+                os._exit(1)  # as a crash does: no clean-up, no goodbye to the others
+            if hang_now() or fault == "hang":
                 while True:
                     time.sleep(3600)
+            log_step("step")
             beat(step)
             if step % args.checkpoint_every == 0 or step == args.steps:
                 mean = loss.detach().clone()

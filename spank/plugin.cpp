@@ -181,6 +181,14 @@ AR_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
   });
 }
 
+AR_EXPORT int slurm_spank_init_post_opt(spank_t sp, int, char**) {
+  // In slurmstepd, once the step's options are known: a progress folder
+  // left by an earlier step with the same ids goes. Never a failure.
+  if (spank_context() == S_CTX_REMOTE)
+    guarded("slurm_spank_init_post_opt", [&]() -> int { return remote_init(sp); });
+  return ESPANK_SUCCESS;
+}
+
 AR_EXPORT int slurm_spank_local_user_init(spank_t sp, int, char**) {
   return guarded("slurm_spank_local_user_init", [&]() -> int { return local_user_init(sp); });
 }

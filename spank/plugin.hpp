@@ -112,6 +112,10 @@ int remote_task_init_privileged(spank_t sp);
 void set_progress_variable(spank_t sp);
 // slurmstepd, at the step's end: its progress folder removed.
 int remote_exit(spank_t sp);
+// slurmstepd, once the step's options are known (init_post_opt): a
+// progress folder of the step found already is an earlier step's (same
+// ids), and removed.
+int remote_init(spank_t sp);
 
 // Asks the controller for the step's verdict every second while it runs, so
 // that a relaunch decided during the step (srun may wait a long time for a

@@ -3,7 +3,10 @@
 // made (PROGRESS_DIR/NODE/JOB.STEP, the job owner's, 0700) in a tree of
 // root's that nobody else can write to; each task then gets
 // AUTO_RESUME_PROGRESS, its own file in it; the step daemon removes the
-// folder when the step ends. The node agent reads the files.
+// folder when the step ends, and one it finds when the step starts (left by
+// an earlier step with the same ids: a requeued job numbers its steps from
+// 0 again, and a killed step daemon removes nothing). The node agent reads
+// the files.
 //
 // Everything here runs as root with names that come from the step's
 // environment (the user's): a node name is checked to be a plain name, no
@@ -164,6 +167,8 @@ void set_progress_variable(spank_t sp) {
   const auto path = dir + "/" + std::to_string(rank);
   spank_setenv(sp, kProgressVariable, path.c_str(), 1);
 }
+
+int remote_init(spank_t sp) { return remote_exit(sp); }
 
 int remote_exit(spank_t sp) {
   const auto step = progress_step(sp);

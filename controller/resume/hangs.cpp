@@ -59,7 +59,8 @@ unsigned Engine::hangs_in_a_row(const StoredStep& step) {
 }
 
 void Engine::note_progress(StoredStep& step) {
-  const auto seen = reports_.progress.seen(step.step.job_id, step.step.step_id);
+  const auto seen = of_attempt(reports_.progress.seen(step.step.job_id, step.step.step_id),
+                               clock_.since(step.created()), clock_.now());
   if (!seen) return;
   const auto hosts = step_hosts(step);
   for (const auto& [number, rank] : seen->ranks) {
@@ -73,14 +74,18 @@ void Engine::note_progress(StoredStep& step) {
 
 std::optional<Hang> Engine::hung(const StoredStep& step) {
   auto& samples = hang_samples_[step.step.run_id];
+  const auto since_start = clock_.since(step.created());
+  // One that spans the attempt's start ends a beat left by an earlier step
+  // with the same ids (of_attempt): not the run's pace.
   for (const auto interval : reports_.progress.take_intervals(step.step.job_id, step.step.step_id))
-    samples.push_back(interval);
+    if (interval <= since_start) samples.push_back(interval);
   if (samples.size() > kHangSamples)
     samples.erase(samples.begin(),
                   samples.begin() + static_cast<std::ptrdiff_t>(samples.size() - kHangSamples));
   const HangRule rule{step.step.hang_timeout, config_.hang_first_beat_timeout,
                       config_.hang_timeout_floor};
-  const auto seen = reports_.progress.seen(step.step.job_id, step.step.step_id);
+  const auto seen = of_attempt(reports_.progress.seen(step.step.job_id, step.step.step_id),
+                               since_start, clock_.now());
   // Whether an earlier attempt beat: asked of the store only when this one
   // has not beaten yet.
   bool beat_before = false;
@@ -93,8 +98,7 @@ std::optional<Hang> Engine::hung(const StoredStep& step) {
     beat_before = std::any_of(attempts.begin(), attempts.end() - 1,
                               [](const StoredStep& a) { return a.repair.beat; });
   }
-  return hang_of(seen, hosts, rule, samples, beat_before, clock_.since(step.created()),
-                 clock_.now());
+  return hang_of(seen, hosts, rule, samples, beat_before, since_start, clock_.now());
 }
 
 void Engine::start_hang_repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& nodes,

@@ -102,6 +102,19 @@ std::string at_step(const ProgressReports::Rank& rank) {
 
 }  // namespace
 
+std::optional<ProgressReports::Seen> of_attempt(std::optional<ProgressReports::Seen> seen,
+                                                milliseconds since_start,
+                                                ProgressReports::Steady::time_point now) {
+  if (!seen) return seen;
+  std::erase_if(seen->ranks,
+                [&](const auto& entry) { return now - entry.second.last > since_start; });
+  seen->highest.reset();
+  for (const auto& [number, rank] : seen->ranks)
+    if (rank.beat.step && (!seen->highest || *rank.beat.step > *seen->highest))
+      seen->highest = rank.beat.step;
+  return seen;
+}
+
 std::optional<Hang> hang_of(const std::optional<ProgressReports::Seen>& seen,
                             const std::vector<std::string>& hosts, const HangRule& rule,
                             const std::vector<milliseconds>& samples, bool run_beat_before,

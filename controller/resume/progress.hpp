@@ -68,6 +68,15 @@ class ProgressReports {
   std::size_t ranks_ = 0;
 };
 
+// What of `seen` is the attempt's own, `since_start` after its start (at
+// `now`): a rank whose last beat came before the attempt started is a file
+// an earlier step with the same ids left on its node (a requeued job
+// numbers its steps from 0 again; a step daemon killed before it removed
+// its folder), and is left out, with its step number.
+std::optional<ProgressReports::Seen> of_attempt(std::optional<ProgressReports::Seen> seen,
+                                                std::chrono::milliseconds since_start,
+                                                ProgressReports::Steady::time_point now);
+
 // How a step is found hung: --auto-resume-hang-timeout and the controller's
 // settings.
 struct HangRule {

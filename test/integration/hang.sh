@@ -9,7 +9,9 @@
 #     and the training completes, the job never requeued;
 #  2. never a false positive: a step beating slowly (an interval just under
 #     the timeout), one inside an announced section longer than the
-#     timeout, and one that never beats all run on, never called hung;
+#     timeout, one that never beats, and one whose node holds a folder an
+#     earlier step with the same ids left (a requeued job numbers its steps
+#     from 0 again: the step daemon clears it) all run on, never called hung;
 #  3. hangs with no progress between them: with max_hang_restarts=1 the
 #     second hang at the same step ends in give_up.
 # shellcheck source=test/integration/lib.sh
@@ -70,19 +72,39 @@ cat >silent.sh <<'SCRIPT'
 sleep 12
 echo "silent done"
 SCRIPT
-chmod +x slow.sh section.sh silent.sh
+cat >stale.sh <<'SCRIPT'
+#!/bin/bash
+[[ -e $(dirname "$AUTO_RESUME_PROGRESS")/7 ]] && echo "stale file kept" || echo "stale file gone"
+for step in 1 2 3; do echo "$step" >"$AUTO_RESUME_PROGRESS"; sleep 1; done
+echo "stale done"
+SCRIPT
+chmod +x slow.sh section.sh silent.sh stale.sh
 declare -A quiet_job
 for kind in slow section silent; do
   quiet_job[$kind]=$(sbatch --parsable -N1 -o "$kind.out" --wrap \
     "srun --auto-resume=1 --auto-resume-hang-timeout=6 $WORK/$kind.sh; echo srun exit \$?")
 done
-for kind in slow section silent; do
+# The stale job's srun waits until its node holds an old folder of step
+# JOB.0, its rank 7 beaten 10 minutes ago.
+quiet_job[stale]=$(sbatch --parsable -N1 -o stale.out --wrap \
+  "while [ ! -e $WORK/planted ]; do sleep 0.2; done
+  srun --auto-resume=1 --auto-resume-hang-timeout=6 $WORK/stale.sh; echo srun exit \$?")
+stale_running() { [[ $(job_state "${quiet_job[stale]}") == RUNNING ]]; }
+wait_until 60 "the stale job to start" stale_running
+stale_node=$(squeue -h -j "${quiet_job[stale]}" -o %N)
+[[ -d $CLUSTER/progress/$stale_node ]] || mkdir -m 0755 "$CLUSTER/progress/$stale_node"
+mkdir -m 0700 "$CLUSTER/progress/$stale_node/${quiet_job[stale]}.0"
+echo 999 >"$CLUSTER/progress/$stale_node/${quiet_job[stale]}.0/7"
+touch -d '10 minutes ago' "$CLUSTER/progress/$stale_node/${quiet_job[stale]}.0/7"
+touch "$WORK/planted"
+for kind in slow section silent stale; do
   wait_until 90 "the $kind job to end" ended "${quiet_job[$kind]}"
   assert_contains "$kind.out" "^$kind done$" "the $kind job's output"
   assert_contains "$kind.out" "^srun exit 0$" "the $kind job's output"
 done
+assert_contains stale.out "^stale file gone$" "the stale job's output"
 "$AR_CLI" events >events.out
-for kind in slow section silent; do
+for kind in slow section silent stale; do
   assert_not_contains events.out "job ${quiet_job[$kind]} [^ ]+ (hung|hang_signal|relaunch):" "the events of the $kind job"
 done
 # The step daemons removed their steps' progress folders.

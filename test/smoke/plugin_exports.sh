@@ -8,6 +8,7 @@ plugin_type
 plugin_version
 slurm_spank_exit
 slurm_spank_init
+slurm_spank_init_post_opt
 slurm_spank_local_user_init
 slurm_spank_task_exit
 slurm_spank_task_init

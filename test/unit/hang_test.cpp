@@ -285,6 +285,29 @@ TEST_CASE("never a false positive: slow beats, an announced section, no beat, a 
   CHECK_FALSE(look(elsewhere, now));
 }
 
+TEST_CASE(
+    "a beat from before the attempt's start is an earlier step's file: left out, with its "
+    "step number",
+    "[hang]") {
+  ProgressReports reports;
+  const auto now = Steady::now();
+  report_ranks(reports, now, {1000, 1000, 1000, 1000}, {3, 3, 3, 3});
+  // node1 also holds rank 7's file of an earlier step 10.0 (a requeued job
+  // numbers its steps from 0 again), beaten 10 minutes ago.
+  reports.report("node1", {{10, 0, {{0, 1000, {3, "", 0}}, {7, 600000, {999, "", 0}}}}}, now);
+  HangRule rule;
+  rule.timeout = {10, false};
+  const std::chrono::milliseconds started{20000};  // the attempt registered 20 s ago
+  REQUIRE(ar::hang_of(reports.seen(10, 0), kHosts, rule, {}, false, started, now));  // as it was
+  const auto mine = ar::of_attempt(reports.seen(10, 0), started, now);
+  REQUIRE(mine);
+  CHECK(mine->ranks.size() == 4);
+  CHECK_FALSE(mine->ranks.contains(7));
+  CHECK(mine->highest == 3U);
+  CHECK_FALSE(ar::hang_of(mine, kHosts, rule, {}, false, started, now));
+  CHECK_FALSE(ar::of_attempt(std::nullopt, started, now));
+}
+
 TEST_CASE("auto learns the timeout from the run: max(floor, 3 x p99), first_beat before",
           "[hang]") {
   HangRule rule;
@@ -328,8 +351,11 @@ struct HangRig : Rig {
     slurm.add_job(10, 1000, {"node1", "node2", "node3", "node4"});
     register_hung(0, 0, signal);
   }
+  // The attempt runs a minute before its ranks' beats are reported: a beat
+  // from before its start would be an earlier step's (of_attempt).
   void register_hung(std::uint32_t attempt, std::uint32_t step_id, std::uint32_t signal = 0) {
     register_attempt(attempt, step_id, "node[1-4]", {10, false}, signal);
+    clock.advance(1min);
   }
   // Every rank of step 10.STEP beat at `highest`, rank 2 `quiet_ms` ago.
   void beats(std::uint32_t step_id, std::uint64_t highest, std::uint32_t quiet_ms) {
