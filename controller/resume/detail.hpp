@@ -52,6 +52,11 @@ inline std::string call_key(const StoredStep& step, std::string_view what) {
   return call_prefix(step) + std::string(what);
 }
 
+// The call that looks at the helper job for `node`, and merges it (Engine::merges_).
+inline std::string merge_key(const StoredStep& step, const std::string& node) {
+  return call_key(step, "merge " + node);
+}
+
 // The call that takes a running step's failed spares out of its job.
 inline constexpr std::string_view kSparesOut = "spares out";
 

@@ -248,9 +248,11 @@ void Engine::requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
                                            : "; a salloc job cannot be requeued"));
     return;
   }
-  // Taken at a later look (requeue_written), when the job is pending, or
-  // at once where calls run on the caller's thread (tests).
-  const auto out = written(step, "requeue", [this, job, failed, why] {
+  // Taken by requeue_written: at once where calls run on the caller's
+  // thread (tests), else at a later look, when the job is pending.
+  const auto key = call_key(step, "requeue");
+  if (writes_.has(key)) return;
+  writes_.run(key, [this, job, failed, why] {
     slurm_.requeue(job.job_id);
     // DOWN, not FAIL: the requeued job would otherwise wait for the dead
     // node's epilog until Slurm itself gives up on the node.
@@ -262,7 +264,7 @@ void Engine::requeue_or_give_up(StoredStep& step, const slurm::JobInfo& job,
         why + fmt::format(": job {} was requeued and restarts from its batch script", job.job_id);
     return did;
   });
-  if (out) decide(step, Verdict::requeued, out->verdict);
+  requeue_written(step);
 }
 
 bool Engine::requeue_written(StoredStep& step) {
@@ -375,7 +377,7 @@ void Engine::drop_unwanted_calls(const std::vector<StoredStep>& steps) {
   drop_unwanted(merges_, steps, [](const StoredStep& step, const std::string& call) {
     const auto& repair = step.repair;
     return std::ranges::any_of(repair.replacements, [&](const std::string& node) {
-      return call == call_key(step, "merge " + node) && !contains(repair.merged, node);
+      return call == merge_key(step, node) && !contains(repair.merged, node);
     });
   });
   drop_unwanted(checks_, steps);
@@ -540,7 +542,7 @@ bool Engine::expand(StoredStep& step, const slurm::JobInfo& job) {
     if (contains(repair.merged, node)) continue;
     // Merged before a restart of the controller (a merge of this one's is
     // taken by expand_one, for its event).
-    if (contains(job.hosts, node) && !merges_.has(call_key(step, "merge " + node))) {
+    if (contains(job.hosts, node) && !merges_.has(merge_key(step, node))) {
       repair.merged.push_back(node);
       continue;
     }
@@ -591,7 +593,7 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
   // The helper looked at, and merged once it runs, on a thread of its own.
   // Its patience counts from the first look; the wait's start is stored,
   // since every look reads the step from the store anew.
-  const auto key = call_key(step, "merge " + node);
+  const auto key = merge_key(step, node);
   if (!merges_.has(key)) {
     const bool first = !repair.helper_since.contains(node);
     const auto waited = waited_since(repair.helper_since[node], first, clock_);
