@@ -6,7 +6,11 @@ source "$(dirname "$0")/lib.sh"
 
 slurmd_timeout=4
 message_timeout=2
-cluster_up --nodes 4 --slurmd-timeout $slurmd_timeout --message-timeout $message_timeout
+# The main scheduler runs every second: of four jobs submitted at once only the
+# first may start at its submit (the others are not the top priority then),
+# and at the default sched_interval (60 s) the rest could wait that long.
+cluster_up --nodes 4 --slurmd-timeout $slurmd_timeout --message-timeout $message_timeout \
+  --conf-line 'SchedulerParameters=permit_job_expansion,sched_interval=1'
 # Slurm pings a node every SlurmdTimeout/3 and waits MessageTimeout per try;
 # it marks it down after SlurmdTimeout without an answer. Allow for a few rounds.
 detect=$((3 * slurmd_timeout + 3 * message_timeout + 5))

@@ -17,8 +17,8 @@ one_spare() { [[ $(spares) =~ ^node[0-9]$ ]]; }
 wait_until 20 "a spare in the pool" one_spare
 spare=$(spares)
 note "the spare: $spare"
-"$AR_CLI" events >events.txt
-assert_contains events.txt "node $spare spare_added: $spare drained as a spare of partition [a-z]+ \(1 of 1\)" "the pool's event"
+# The event follows the drain's answer, at the controller's next look.
+wait_until 10 "the pool's event" event_seen "node $spare spare_added: $spare drained as a spare of partition [a-z]+ \(1 of 1\)"
 
 make_training_step
 make_training_job 400
