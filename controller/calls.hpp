@@ -36,6 +36,8 @@ class Calls {
 
   // From now on a call runs on a thread of its own.
   void start() { async_ = true; }
+  // Whether calls run on threads of their own (else at once).
+  bool started() const { return async_; }
 
   // Runs `call` under `key`, where no call is (a call's exception is its
   // outcome).

@@ -203,17 +203,68 @@ void Provisioner::save() {
   dirty_ = false;
 }
 
-void Provisioner::drain(const std::string& node, const std::string& why) {
-  slurm_.set_node_drain(node, kReasonPrefix + why);
+void Provisioner::write(const std::string& key, std::string what, std::function<void()> call,
+                        std::function<void()> then) {
+  auto& queue = queued_[key];
+  queue.push_back({std::move(what), std::move(call), std::move(then)});
+  if (queue.size() == 1) start_write(key);
+}
+
+void Provisioner::start_write(const std::string& key) {
+  writes_.run(key, [call = queued_.at(key).front().call] {
+    call();
+    return true;
+  });
+  if (!writes_.started()) take_write(key);  // it ran at once
+}
+
+void Provisioner::take_write(const std::string& key) {
+  auto outcome = writes_.take(key);
+  if (!outcome) return;
+  auto& queue = queued_.at(key);
+  auto done = std::move(queue.front());
+  queue.pop_front();
+  bool ok = true;
+  try {
+    outcome->get();
+    write_failed_.erase(key + ": " + done.what);
+  } catch (const std::exception& e) {
+    ok = false;
+    if (write_failed_.insert(key + ": " + done.what).second)
+      log::warn("{}: {}: {} (tried again from what Slurm shows)", key, done.what, e.what());
+  }
+  if (queue.empty()) {
+    queued_.erase(key);
+  } else {
+    start_write(key);
+  }
+  if (!ok || !done.then) return;
+  try {
+    done.then();
+  } catch (const std::exception& e) {
+    log::warn("{}: after {}: {}", key, done.what, e.what());
+  }
+}
+
+void Provisioner::take_writes() {
+  for (const auto& key : writes_.finished()) take_write(key);
+}
+
+void Provisioner::drain(const std::string& node, const std::string& why,
+                        std::function<void()> then) {
+  write(
+      node, "drain (" + why + ")",
+      [this, node, reason = kReasonPrefix + why] { slurm_.set_node_drain(node, reason); },
+      std::move(then));
 }
 
 void Provisioner::drain_slot(const std::string& node) {
-  try {
-    drain(node, "empty slot");
-    undrained_.erase(node);
-  } catch (const std::exception& e) {
-    if (undrained_.insert(node).second) log::warn("slot {}: write-ahead drain: {}", node, e.what());
-  }
+  undrained_.insert(node);
+  if (writing(node)) return;  // this drain, or a write before it
+  write(
+      node, "write-ahead drain (empty slot)",
+      [this, node] { slurm_.set_node_drain(node, std::string(kReasonPrefix) + "empty slot"); },
+      [this, node] { undrained_.erase(node); });
 }
 
 std::string Provisioner::reload_groups(bool act) {
@@ -418,20 +469,35 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
   const auto change = include::classify(current, text);
   if (change != include::Change::restart) {
     said_.erase("include/restart");
-    if (current == text || !act) return all;
-    try {
-      write_text(path, text);
-      if (change == include::Change::reconfigure) slurm_.reconfigure();
-      add_cluster_event(
-          "slurm_conf_written", "info", "", "",
-          fmt::format("{} written ({}): {}", path.string(), include::to_string(change),
-                      join(include::diff(current, text), " | ")));
-    } catch (const std::exception& e) {
-      say_once("include/write", "", std::string("the include file: ") + e.what());
-      return {};
+    if (!act) return all;
+    if (current != text) {
+      try {
+        write_text(path, text);
+      } catch (const std::exception& e) {
+        say_once("include/write", "", std::string("the include file: ") + e.what());
+        return {};
+      }
+      said_.erase("include/write");
+      auto written = fmt::format("{} written ({}): {}", path.string(), include::to_string(change),
+                                 join(include::diff(current, text), " | "));
+      if (change != include::Change::reconfigure) {
+        add_cluster_event("slurm_conf_written", "info", "", "", written);
+        return all;
+      }
+      reconfigure_owed_ = std::move(written);
     }
-    said_.erase("include/write");
-    return all;
+    if (reconfigure_owed_.empty()) return all;
+    // slurmctld reads the file at its reconfigure, on a thread of its own;
+    // the groups it declares count once that is in (tried again each tick).
+    if (!writing(kSlurmctld))
+      write(
+          kSlurmctld, "reconfigure for the include file", [this] { slurm_.reconfigure(); },
+          [this] {
+            add_cluster_event("slurm_conf_written", "info", "", "", reconfigure_owed_);
+            reconfigure_owed_.clear();
+          });
+    if (reconfigure_owed_.empty()) return all;
+    return {};
   }
   // A change of the NodeName lines: slurmctld must restart to read it.
   if (!act || text == failed_restart_text_) return {};
@@ -454,12 +520,13 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
     }
     return {};
   }
-  if (repairing_ || std::ranges::any_of(work_, [](const auto& w) { return w.second.calling; })) {
+  if (repairing_ || !queued_.empty() ||
+      std::ranges::any_of(work_, [](const auto& w) { return w.second.calling; })) {
     if (said_["include/restart"] != "wait") {
       said_["include/restart"] = "wait";
       add_cluster_event("restart_waits", "info", "", "",
-                        "the include file needs a slurmctld restart: it waits for the repairs "
-                        "and provider calls in flight");
+                        "the include file needs a slurmctld restart: it waits for the repairs, "
+                        "provider calls and writes to slurmctld in flight");
     }
     return {};
   }
@@ -468,6 +535,7 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
                     fmt::format("restarting slurmctld for the include file: {}", diff));
   restart_text_ = text;
   restarting_ = true;
+  reconfigure_owed_.clear();  // the restart reconfigures too
   restart_call_ = std::async(std::launch::async, [this, path, text, current] {
     const auto& command = settings_.slurmctld_restart_command;
     const auto timeout = settings_.slurmctld_restart_timeout;
@@ -729,8 +797,11 @@ void Provisioner::launch(provision::Group& group, provision::Slot& slot,
     work.stage = compute ? Stage::power_up : Stage::create;
     work.since = now();
     if (compute) {
-      drain(name, "provisioning");
-      slurm_.power_up(name);
+      // One write: no POWER_UP unless the drain is in.
+      write(name, "drain (provisioning) and POWER_UP", [this, name] {
+        slurm_.set_node_drain(name, std::string(kReasonPrefix) + "provisioning");
+        slurm_.power_up(name);
+      });
       return;
     }
   }
@@ -741,13 +812,17 @@ void Provisioner::launch(provision::Group& group, provision::Slot& slot,
     const bool up_already = node != nullptr && !node->powering_up && node->slurmd_start_time > 0;
     if (!waiting && !up_already) {
       if (now() - work.since >= kPowerRetry) {
-        slurm_.power_up(name);
+        write(name, "POWER_UP", [this, name] { slurm_.power_up(name); });
         work.since = now();
       }
       return;
     }
-    drain(name, "provisioning");  // POWER_UP dropped the Reason
-    work.stage = Stage::create;
+    // POWER_UP dropped the Reason: the create waits until it is back.
+    drain(name, "provisioning", [this, name] {
+      if (const auto w = work_.find(name); w != work_.end() && w->second.stage == Stage::power_up)
+        w->second.stage = Stage::create;
+    });
+    if (work.stage != Stage::create) return;  // the drain is under way
   }
   if (!work.calling) {
     const auto log = log_file(group, slot);
@@ -847,7 +922,10 @@ void Provisioner::created(provision::Group& group, provision::Slot& slot,
   }
   if (outcome == provision::CreateOutcome::ok && group.spec.type == GroupType::compute &&
       !out.node_addr.empty())
-    slurm_.set_node_address(name, out.node_addr, out.node_hostname);
+    write(name, "NodeAddr " + out.node_addr,
+          [this, name, addr = out.node_addr, host = out.node_hostname] {
+            slurm_.set_node_address(name, addr, host);
+          });
   if (outcome == provision::CreateOutcome::bootstrap) {
     detail = fmt::format("host {}, script {}: {}", name, group.spec.lifecycle_script,
                          file_tail(log_file(group, slot)));
@@ -924,22 +1002,34 @@ void Provisioner::leave(provision::Group& group, provision::Slot& slot,
 }
 
 bool Provisioner::powered_down(const std::string& name, const slurm::NodeInfo* node, Work& work) {
-  if (node == nullptr) {  // hidden: powered down
-    drain(name, "empty slot");
-    return true;
+  // `then`s find the slot's steps anew: they run at a later tick.
+  const auto step = [this, name](const std::function<void(Work&)>& change) {
+    return [this, name, change] {
+      if (const auto w = work_.find(name); w != work_.end()) change(w->second);
+    };
+  };
+  if (node == nullptr) {  // hidden: powered down; done once drained again
+    if (!work.drained) drain(name, "empty slot", step([](Work& w) { w.drained = true; }));
+    return work.drained;
   }
   if (work.stage == Stage::power_down && node->powering_down) {
-    drain(name, "empty slot");  // Slurm cleared the drain as it began powering down
-    work.stage = Stage::hide;
+    // Slurm cleared the drain as it began powering down.
+    drain(name, "empty slot", step([](Work& w) {
+            if (w.stage == Stage::power_down) w.stage = Stage::hide;
+          }));
   } else if (work.stage == Stage::power_down && now() - work.since >= kPowerRetry) {
     work.force = work.force || node->powering_up;
-    if (work.force)
-      slurm_.power_down_force(name);
-    else
-      slurm_.power_down_asap(name);
+    power_down_call(name, work.force);
     work.since = now();
   }
   return false;
+}
+
+void Provisioner::power_down_call(const std::string& name, bool force) {
+  if (force)
+    write(name, "POWER_DOWN_FORCE", [this, name] { slurm_.power_down_force(name); });
+  else
+    write(name, "POWER_DOWN_ASAP", [this, name] { slurm_.power_down_asap(name); });
 }
 
 void Provisioner::power_down(const std::string& name, bool force) {
@@ -948,10 +1038,8 @@ void Provisioner::power_down(const std::string& name, bool force) {
   work.since = now();
   work.force = force;
   work.calling = false;
-  if (force)
-    slurm_.power_down_force(name);
-  else
-    slurm_.power_down_asap(name);
+  work.drained = false;
+  power_down_call(name, force);
 }
 
 void Provisioner::observe_slot(provision::Group& group, provision::Slot& slot,
@@ -968,13 +1056,13 @@ void Provisioner::observe_slot(provision::Group& group, provision::Slot& slot,
       } else if (compute && node != nullptr && node->cloud && node->powering_down) {
         // Powering down with no step of ours in flight (the controller
         // restarted meanwhile): Slurm cleared the drain, set it again.
-        drain(name, "empty slot");
-        auto& work = work_[name];
-        work.stage = Stage::hide;
-        work.since = now();
+        drain(name, "empty slot", [this, name] {
+          auto& work = work_[name];
+          work.stage = Stage::hide;
+          work.since = now();
+        });
       } else if (compute && node != nullptr && node->cloud) {
-        drain(name, "empty slot");
-        power_down(name, true);
+        drain(name, "empty slot", [this, name] { power_down(name, true); });
       }
       return;
     case SlotPhase::creating:
@@ -1006,6 +1094,7 @@ void Provisioner::observe(const NodeMap& nodes) {
   for (auto& group : cluster_.groups) {
     for (auto& slot : group.slots) {
       const auto name = group.spec.node(slot.index);
+      if (writing(name)) continue;  // its stage waits for its write
       const auto it = nodes.find(name);
       try {
         observe_slot(group, slot, it == nodes.end() ? nullptr : it->second);
@@ -1064,13 +1153,27 @@ void Provisioner::execute(const provision::Action& action) {
       if (compute && (slot.phase == SlotPhase::draining || slot.phase == SlotPhase::terminating))
         drain(name, std::string(provision::to_string(action.leave)));
       break;
-    case provision::ActionKind::release:
-      if (compute) slurm_.resume_node(name);
-      meter(group, slot, [&](InstanceRecord& r) { r.in_service = clock_.unix_now(); });
+    case provision::ActionKind::release: {
+      auto in_service = [this, group_name = group.spec.name, index = slot.index] {
+        meter_slot(group_name, index, [&](InstanceRecord& r) { r.in_service = clock_.unix_now(); });
+      };
+      if (compute)
+        write(
+            name, "resume", [this, name] { slurm_.resume_node(name); }, std::move(in_service));
+      else
+        in_service();
       break;
+    }
     default:
       break;
   }
+}
+
+void Provisioner::meter_slot(const std::string& name, unsigned index,
+                             const std::function<void(InstanceRecord&)>& change) {
+  auto* group = provision::find_group(cluster_, name);
+  if (group == nullptr || index == 0 || index > group->slots.size()) return;
+  meter(*group, group->slots[index - 1], change);
 }
 
 bool Provisioner::known_instance(const ListedInstance& listed) const {
@@ -1162,6 +1265,7 @@ void Provisioner::add_cluster_event(const std::string& kind, const std::string& 
 void Provisioner::tick(const NodeMap& nodes, bool repairing) {
   std::lock_guard lock(mutex_);
   repairing_ = repairing;
+  take_writes();
   if (!restart_done()) return;  // slurmctld restarts for the include file
   if (gate_ != nullptr && gate_->held()) {
     say_held();

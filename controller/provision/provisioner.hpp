@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <future>
 #include <map>
@@ -33,6 +34,7 @@
 #include "autoresume/instances.hpp"
 #include "autoresume/process.hpp"
 #include "autoresume/provision.hpp"
+#include "calls.hpp"
 #include "gate.hpp"
 #include "provision/slurm_include.hpp"
 #include "slurm_api.hpp"
@@ -95,6 +97,16 @@ class Provisioner {
   // group's node, an empty path if it has had no create yet.
   std::optional<std::string> lifecycle_log(const std::string& node) const;
 
+  // Its writes to slurmctld (drains, POWER_UP and POWER_DOWN, NodeAddr,
+  // resume, reconfigure) run on threads of their own once started
+  // (Engine::start), each node's in order, and are taken at a later tick:
+  // a slow slurmctld holds up no look. Until then at once (tests tick by
+  // hand). Engine thread.
+  void start_calls() { writes_.start(); }
+  // Whether every write started has returned, waiting at most `limit`
+  // (tests).
+  bool calls_settled(std::chrono::milliseconds limit) const { return writes_.wait(limit); }
+
  private:
   using Millis = provision::Millis;
   // A provider call in flight, and where the slot's power-saving steps stand.
@@ -104,9 +116,30 @@ class Provisioner {
     Millis since{0};
     std::future<CommandResult> call;
     bool calling = false;
-    bool force = false;   // power_down: POWER_DOWN_FORCE, not _ASAP
-    Millis called_at{0};  // create: when its call started
+    bool force = false;    // power_down: POWER_DOWN_FORCE, not _ASAP
+    Millis called_at{0};   // create: when its call started
+    bool drained = false;  // powered down, hidden and drained again
   };
+  // A write to slurmctld: `call` on a thread of its own; `then`, the rest
+  // of its stage, on the engine thread once the write is in (not if it
+  // failed: the stage tries again from what Slurm shows).
+  struct Write {
+    std::string what;  // for the log
+    std::function<void()> call;
+    std::function<void()> then;
+  };
+  // Queues a write behind the others of `key` (a node, or kSlurmctld for
+  // the reconfigure).
+  void write(const std::string& key, std::string what, std::function<void()> call,
+             std::function<void()> then = {});
+  // Whether `key` has writes queued or under way: its slot's stage waits.
+  bool writing(const std::string& key) const { return queued_.contains(key); }
+  void start_write(const std::string& key);
+  // Takes the write of `key` if it is in: says a failure (once), starts the
+  // key's next write, runs its `then`.
+  void take_write(const std::string& key);
+  // Takes every write that is in.
+  void take_writes();
   // Creates abandoned after create_timeout ("TOKEN#CALLED_AT" -> the call,
   // still running): an instance one makes once it returns is terminated.
   struct Abandoned {
@@ -162,15 +195,21 @@ class Provisioner {
   void created(provision::Group& group, provision::Slot& slot, const CommandResult& result);
   // Starts a slot's power-down (force: also while it powers up).
   void power_down(const std::string& name, bool force);
+  // The POWER_DOWN write (_FORCE or _ASAP).
+  void power_down_call(const std::string& name, bool force);
   // Drives a power-down: true once the slot is hidden, drained again.
   bool powered_down(const std::string& name, const slurm::NodeInfo* node, Work& work);
   void execute(const provision::Action& action);
+  // The metering of the slot `index` of group `name`, if they still exist.
+  void meter_slot(const std::string& name, unsigned index,
+                  const std::function<void(InstanceRecord&)>& change);
   static std::string group_node(const provision::Cluster& cluster, const provision::Action& action);
   std::future<CommandResult> call(std::vector<std::string> argv, std::vector<std::string> env);
   std::string log_file(const provision::Group& group, const provision::Slot& slot) const;
-  void drain(const std::string& node, const std::string& why);
-  // The write-ahead drain of an empty slot; one that fails is tried again
-  // each tick, and the slot stays out of its NodeSet until it works.
+  // Drains `node` (a write, queued), with reason kReasonPrefix + `why`.
+  void drain(const std::string& node, const std::string& why, std::function<void()> then = {});
+  // The write-ahead drain of an empty slot: the slot stays out of its
+  // NodeSet until it is in; one that fails is tried again each tick.
   void drain_slot(const std::string& node);
   void add(const std::vector<provision::Event>& events);
   void meter(const provision::Group& group, const provision::Slot& slot,
@@ -213,7 +252,16 @@ class Provisioner {
   std::string restart_text_;
   std::string failed_restart_text_;
   bool repairing_ = false;
-  std::set<std::string> undrained_;  // slots whose write-ahead drain failed
+  std::set<std::string> undrained_;  // slots whose write-ahead drain is not in
+  // Merge mode: the include file's change written and waiting for its
+  // reconfigure (its event's text); tried again each tick until it is in.
+  std::string reconfigure_owed_;
+  static constexpr const char* kSlurmctld = "slurmctld";  // writes_' key of the reconfigure
+  std::map<std::string, std::deque<Write>> queued_;       // key -> its writes, in order
+  std::set<std::string> write_failed_;                    // "KEY: WHAT" said once
+  // The first write of each queue under way; last, so that it is gone
+  // (its calls returned) before anything they touch.
+  Calls<bool> writes_{nullptr};
 };
 
 }  // namespace ar

@@ -64,6 +64,10 @@ inline constexpr std::string_view kSparesOut = "spares out";
 // the engine worked on it: nothing to report.
 struct DecidedMeanwhile {};
 
+// Thrown when the look's read of Slurm does not cover a step (its job, or
+// whether slurmctld lists it): the step waits for the next look's read.
+struct NotRead {};
+
 // How long a relaunch waits for the old step to leave the nodes. Its tasks
 // are gone within a second of the SIGKILL. A record slurmctld still lists
 // then is cancelled again, once per grace, and its nodes are asked whether

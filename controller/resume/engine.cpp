@@ -38,6 +38,7 @@ void Engine::start() {
   probes_.start();
   reads_.start();
   keeper_.start_calls();
+  if (provisioner_ != nullptr) provisioner_->start_calls();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -102,7 +103,6 @@ void Engine::tick() {
   });
   // slurmctld away: the last list goes on (the heartbeat watch and the
   // probes keep their deadlines); nothing can be done in Slurm meanwhile.
-  stale_jobs_.clear();
   if (read_nodes(steps) == nullptr) return;  // no first list yet
   const auto view = view_;                   // this look's, kept while it runs
   NodeMap nodes;
@@ -175,11 +175,28 @@ void Engine::tick() {
   // What a step needs next is asked of slurmctld or changed in it: it
   // waits until slurmctld answers, with what the probes counted meanwhile.
   if (slurm_slow_) return;
+  // Each step is advanced on this look's read. A step whose job another
+  // step changed in this look (its repair moved on), or that the read
+  // does not cover (registered since it began), waits for the next look
+  // and goes first there: none waits on slurmctld, none waits twice.
+  std::ranges::stable_partition(steps,
+                                [&](const StoredStep& s) { return deferred_.contains(s.key()); });
+  std::set<std::string> deferred;
+  std::set<std::uint32_t> changed_jobs;
   for (auto& step : steps) {
     const auto k = step.key();
+    if (changed_jobs.contains(step.step.job_id)) {
+      deferred.insert(k);
+      continue;
+    }
+    const auto phase = step.phase;
+    const auto state = step.state;
+    const auto facts = step.repair;
     try {
       advance(step, nodes);
       last_error_.erase(k);
+    } catch (const NotRead&) {
+      deferred.insert(k);
     } catch (const DecidedMeanwhile&) {
       // Cancelled by its srun while this tick worked on it: a helper job
       // submitted meanwhile is not in the stored repair; find it by name.
@@ -204,32 +221,34 @@ void Engine::tick() {
       // the first look whose read slurmctld answers.
       if (gone) break;
     }
-    // Another protected step of the same job, after this one, asks
-    // slurmctld itself: this one's repair may have changed the job.
-    stale_jobs_.insert(step.step.job_id);
+    if (step.phase != phase || step.state != state || !(step.repair == facts))
+      changed_jobs.insert(step.step.job_id);
   }
+  deferred_ = std::move(deferred);
+  // The next look at once, with a read after this one's changes.
+  if (!deferred_.empty() && !changed_jobs.empty()) wake();
   drop_unwanted_calls(steps);
 }
 
 void Engine::start_read(const std::vector<StoredStep>& steps) {
   if (reads_.has(kRead)) return;
   std::set<std::uint32_t> jobs;
-  std::set<std::pair<std::uint32_t, std::uint32_t>> registered;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> listed;
   std::map<std::string, std::pair<std::uint32_t, std::uint32_t>> unknown_nodes;
   for (const auto& step : steps) {
     jobs.insert(step.step.job_id);
-    if (step.state == StepState::registered)
-      registered.emplace(step.step.job_id, step.step.step_id);
+    // A repair asks whether its old step is listed itself (checks_).
+    if (step.state != StepState::repairing) listed.emplace(step.step.job_id, step.step.step_id);
     if (!step_nodes_.contains(step.key()))
       unknown_nodes.emplace(step.key(), std::pair{step.step.job_id, step.step.step_id});
   }
   read_started_ = clock_.now();
-  reads_.run(kRead, [this, jobs = std::move(jobs), registered = std::move(registered),
+  reads_.run(kRead, [this, jobs = std::move(jobs), listed = std::move(listed),
                      unknown_nodes = std::move(unknown_nodes)] {
     auto view = std::make_shared<SlurmView>();
     view->nodes = slurm_.load_nodes();
     for (const auto id : jobs) view->jobs.emplace(id, slurm_.load_job(id));
-    for (const auto& [job, step] : registered) {
+    for (const auto& [job, step] : listed) {
       view->asked_steps.emplace(job, step);
       if (slurm_.step_exists(job, step)) view->listed_steps.emplace(job, step);
     }
@@ -247,17 +266,16 @@ void Engine::start_read(const std::vector<StoredStep>& steps) {
   });
 }
 
-std::optional<slurm::JobInfo> Engine::job_of(std::uint32_t job_id) {
-  if (view_ && !stale_jobs_.contains(job_id))
+std::optional<slurm::JobInfo> Engine::job_of(std::uint32_t job_id) const {
+  if (view_)
     if (const auto it = view_->jobs.find(job_id); it != view_->jobs.end()) return it->second;
-  return slurm_.load_job(job_id);
+  throw NotRead{};
 }
 
-bool Engine::step_listed(std::uint32_t job_id, std::uint32_t step_id) {
+bool Engine::step_listed(std::uint32_t job_id, std::uint32_t step_id) const {
   const std::pair key{job_id, step_id};
-  if (view_ && !stale_jobs_.contains(job_id) && view_->asked_steps.contains(key))
-    return view_->listed_steps.contains(key);
-  return slurm_.step_exists(job_id, step_id);
+  if (!view_ || !view_->asked_steps.contains(key)) throw NotRead{};
+  return view_->listed_steps.contains(key);
 }
 
 const std::vector<slurm::NodeInfo>* Engine::read_nodes(const std::vector<StoredStep>& steps) {

@@ -122,7 +122,7 @@ class Engine {
   // until a first list is in.
   const std::vector<slurm::NodeInfo>* read_nodes(const std::vector<StoredStep>& steps);
   // A read of Slurm for the looks, with the jobs of `steps` and whether
-  // slurmctld lists those registered, unless one is under way.
+  // slurmctld lists those not under repair, unless one is under way.
   void start_read(const std::vector<StoredStep>& steps);
   static constexpr const char* kRead = "slurm";
   // Forgets what is older than `retention`, once per kPruneEvery.
@@ -440,7 +440,7 @@ class Engine {
   std::map<std::string, std::string> suspects_;
   Steady::time_point last_prune_{};
   // What a read brings: the node list, the protected steps' jobs and
-  // whether slurmctld lists their registered steps.
+  // whether slurmctld lists their steps not under repair.
   struct SlurmView {
     std::vector<slurm::NodeInfo> nodes;
     std::map<std::uint32_t, std::optional<slurm::JobInfo>> jobs;
@@ -454,13 +454,14 @@ class Engine {
   // (each call would wait as long), and the heartbeat watch and the probes
   // go on with that read's node list.
   std::shared_ptr<const SlurmView> view_;
-  // Jobs this look changed in Slurm or decided a step of: view_ no longer
-  // speaks for them; asked directly.
-  std::set<std::uint32_t> stale_jobs_;
-  // The job as view_ has it, unless stale (else asked of slurmctld now).
-  std::optional<slurm::JobInfo> job_of(std::uint32_t job_id);
-  // Whether slurmctld lists the step, as view_ has it (else asked now).
-  bool step_listed(std::uint32_t job_id, std::uint32_t step_id);
+  // Steps the last look left for this one (tick): they go first.
+  std::set<std::string> deferred_;
+  // The job as view_ has it (nullopt: gone); NotRead if the read does
+  // not cover it.
+  std::optional<slurm::JobInfo> job_of(std::uint32_t job_id) const;
+  // Whether slurmctld lists the step, as view_ has it; NotRead if the read
+  // did not ask.
+  bool step_listed(std::uint32_t job_id, std::uint32_t step_id) const;
   Steady::time_point read_started_{};
   std::chrono::milliseconds read_wait_ = kReadWait;
   bool slurm_slow_ = false;  // this look's: the read failed or is not in

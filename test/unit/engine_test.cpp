@@ -732,6 +732,45 @@ TEST_CASE("a slurmctld slow to answer one repair's later calls holds up no other
   CHECK(rig.step().verdict == verdict);
 }
 
+TEST_CASE(
+    "a look asks slurmctld nothing itself: of two protected steps of a job, one whose job the "
+    "other's repair changed waits for the next look's read",
+    "[engine][writes]") {
+  Rig rig(8);
+  rig.config.backoff = 0ms;
+  // Job 10 on node1-4: two attempts of run r not decided yet (the one
+  // protected run of the job), 10.0 on node[1-2] and 10.1 on node[3-4].
+  rig.slurm.add_job(10, 1000, {"node1", "node2", "node3", "node4"});
+  rig.register_attempt(0, 0, "node[1-2]");
+  rig.register_attempt(1, 1, "node[3-4]");
+  // Every outside call on threads of their own, as in the controller.
+  rig.engine->outbox().start();
+  rig.engine->start_submits();
+  rig.engine->start_writes();
+  rig.engine->start_reads(5s);
+  rig.engine->start_probes();
+  rig.keeper->start_calls();
+  rig.slurm.look_thread = std::this_thread::get_id();
+  rig.engine->tick();
+  // A node under each step dies: one step's repair begins, and the other
+  // waits for the next look (on a read made after that change).
+  rig.slurm.nodes["node2"].down = true;
+  rig.slurm.nodes["node4"].down = true;
+  rig.engine->tick();
+  CHECK(std::set{rig.step(0).state, rig.step(1).state} ==
+        std::set{StepState::registered, StepState::repairing});
+  rig.engine->tick();
+  CHECK(rig.step(0).state != StepState::registered);
+  CHECK(rig.step(1).state != StepState::registered);
+  CHECK(rig.tick_until([&] {
+    return rig.step(0).state == StepState::decided && rig.step(1).state == StepState::decided;
+  }));
+  CHECK(rig.slurm.look_thread_calls == 0);
+  REQUIRE(rig.engine->writes_settled(5s));
+  REQUIRE(rig.engine->submits_settled(5s));
+  rig.engine->outbox().drain();
+}
+
 TEST_CASE("slurmctld gone during a look: the other steps wait for the next look, not a call each",
           "[engine][writes]") {
   Rig rig(8);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include "hostlist.hpp"
 
@@ -52,6 +53,7 @@ void ManualClock::reboot(std::chrono::milliseconds down) {
 }
 
 std::unique_lock<std::recursive_mutex> FakeSlurm::check_reachable() const {
+  if (std::this_thread::get_id() == look_thread) ++look_thread_calls;
   std::unique_lock lock(calls_mutex_);
   if (!reachable) throw slurm::SlurmUnreachable("Unable to contact slurm controller (fake)", 1);
   return lock;
@@ -218,6 +220,7 @@ void FakeSlurm::set_node_down(const std::string& name, const std::string& reason
 }
 
 void FakeSlurm::set_node_drain(const std::string& name, const std::string& reason) {
+  if (name == node_writes_of) node_writes.pass();
   const auto held = check_reachable();
   auto& n = node(name);
   n.drain = true;
@@ -226,6 +229,7 @@ void FakeSlurm::set_node_drain(const std::string& name, const std::string& reaso
 }
 
 void FakeSlurm::resume_node(const std::string& name) {
+  if (name == node_writes_of) node_writes.pass();
   const auto held = check_reachable();
   auto& n = node(name);
   n.fail = n.down = n.drain = false;
@@ -243,6 +247,7 @@ void FakeSlurm::undrain_node(const std::string& name) {
 
 // As measured on Slurm 22.05: POWER_UP keeps a drain but drops its Reason.
 void FakeSlurm::power_up(const std::string& name) {
+  if (name == node_writes_of) node_writes.pass();
   const auto held = check_reachable();
   auto& n = node(name);
   n.powered_down = false;
@@ -254,6 +259,7 @@ void FakeSlurm::power_up(const std::string& name) {
 // The slot starts powering down at once, which clears any drain (as Slurm
 // does); finish_power_down ends it.
 void FakeSlurm::power_down(const std::string& name, const std::string& how) {
+  if (name == node_writes_of) node_writes.pass();
   const auto held = check_reachable();
   auto& n = node(name);
   n.powering_down = true;
@@ -285,6 +291,7 @@ void FakeSlurm::finish_power_down(const std::string& name) {
 
 void FakeSlurm::set_node_address(const std::string& name, const std::string& address,
                                  const std::string& hostname) {
+  if (name == node_writes_of) node_writes.pass();
   const auto held = check_reachable();
   auto& n = node(name);
   n.address = address;

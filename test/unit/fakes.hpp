@@ -4,6 +4,7 @@
 // recorded), a clock that tests move by hand, a prober and a command runner
 // whose answers tests choose.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autoresume/clock.hpp"
@@ -96,6 +98,10 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::set<std::string> refuse_helpers;
   // While false, every call throws SlurmError (slurmctld unreachable).
   bool reachable = true;
+  // Calls made on the thread `look_thread` (set before any call runs on
+  // a thread of its own): the engine's looks must make none.
+  std::thread::id look_thread;
+  mutable std::atomic<int> look_thread_calls{0};
   // Every update, in order: "fail node2 <reason>", "shrink 10 node[1,3]", ...
   std::vector<std::string> updates;
 
@@ -127,6 +133,10 @@ class FakeSlurm final : public slurm::SlurmApi {
   Hold later_calls;
   std::uint32_t later_calls_of = 0;
   std::string later_call;
+  // While set, a drain, resume, POWER_UP, POWER_DOWN or NodeAddr of the
+  // node `node_writes_of` waits (a slurmctld slow to take one slot's write).
+  Hold node_writes;
+  std::string node_writes_of;
   // set_node_fail of these nodes finds slurmctld gone (SlurmUnreachable),
   // each try counted in `unreachable_marks`.
   std::set<std::string> marks_unreachable;

@@ -616,3 +616,44 @@ TEST_CASE(
   CHECK(rig.phase_is(1, SlotPhase::joining));
   CHECK(rig.slot(1).instance_id == "i-1");  // the new try's instance stays
 }
+
+TEST_CASE(
+    "provisioner: a slurmctld slow to take one slot's write holds up no tick, and only that "
+    "slot waits for it",
+    "[provisioner]") {
+  Rig rig;
+  rig.write_group("a", "type=compute\ncount=2\nmax_count=2\npartitions=main\n");
+  rig.add_slots("a-", 2);
+  rig.start();
+  rig.provisioner->start_calls();  // the writes on threads of their own, as in the controller
+  rig.slurm.node_writes_of = "a-1";
+  rig.slurm.node_writes.set(true);
+  rig.tick();  // the group is read: both slots' write-ahead drains start
+  REQUIRE(rig.slurm.node_writes.wait_for_waiter(5s));
+  // a-2 is drained, powered up, created and joins while a-1's drain waits
+  // (were a tick to wait for it, the hold would end after 10 s first).
+  REQUIRE(rig.tick_until([&] { return rig.phase_is(2, SlotPhase::joining); }));
+  CHECK(rig.slurm.node_writes.waiting());
+  CHECK(rig.provider_calls() == std::vector<std::string>{"create a a-2 a:a-2:1"});
+  CHECK_FALSE(rig.slurm.updated("drain a-1"));
+  CHECK(rig.phase_is(1, SlotPhase::creating));
+  // Once slurmctld takes it, a-1 goes through its stages, each write in
+  // before the next.
+  const auto before = rig.slurm.updates.size();
+  rig.slurm.node_writes.set(false);
+  REQUIRE(rig.tick_until([&] { return rig.phase_is(1, SlotPhase::joining); }));
+  REQUIRE(rig.provisioner->calls_settled(5s));
+  std::vector<std::string> of_a1;
+  for (const auto& update : rig.updates_from(before))
+    if (update.find(" a-1 ") != std::string::npos || update.ends_with(" a-1"))
+      of_a1.push_back(update);
+  CHECK(of_a1 == std::vector<std::string>{
+                     "drain a-1 " + kPrefix + "empty slot",
+                     "drain a-1 " + kPrefix + "provisioning",
+                     "power_up a-1",
+                     "drain a-1 " + kPrefix + "provisioning",
+                     "address a-1 10.0.0.9",
+                 });
+  CHECK(rig.provider_calls() ==
+        std::vector<std::string>{"create a a-2 a:a-2:1", "create a a-1 a:a-1:1"});
+}
