@@ -5,8 +5,9 @@
 // a thread of its own, and takes its outcome at a later look once it is
 // ready; meanwhile the look goes on with every other step and node. A
 // finished call wakes the engine (`done`, if given). Until start(), a call
-// runs at once on the caller's thread (unit tests tick by hand). Only the
-// engine's thread uses it.
+// runs at once on the caller's thread (unit tests tick by hand). One thread
+// at a time uses it: the engine's (the provisioner's also from the admins'
+// commands, under its lock).
 
 #include <chrono>
 #include <cstddef>

@@ -204,17 +204,26 @@ void Provisioner::save() {
 }
 
 void Provisioner::write(const std::string& key, std::string what, std::function<void()> call,
-                        std::function<void()> then) {
+                        std::function<void()> then, int tries) {
   auto& queue = queued_[key];
-  queue.push_back({std::move(what), std::move(call), std::move(then)});
+  queue.push_back({std::move(what), std::move(call), std::move(then), tries});
   if (queue.size() == 1) start_write(key);
 }
 
 void Provisioner::start_write(const std::string& key) {
-  writes_.run(key, [call = queued_.at(key).front().call] {
-    call();
-    return true;
-  });
+  // At most kMaxWrites at once (a new group drains all its slots): the
+  // others wait in their queues, started as those under way return.
+  if (writes_.started() && writes_.size() >= kMaxWrites) return;
+  try {
+    writes_.run(key, [call = queued_.at(key).front().call] {
+      call();
+      return true;
+    });
+  } catch (const std::exception& e) {
+    log::warn("{}: cannot start its write to slurmctld now ({}): tried again at the next tick", key,
+              e.what());
+    return;
+  }
   if (!writes_.started()) take_write(key);  // it ran at once
 }
 
@@ -222,17 +231,23 @@ void Provisioner::take_write(const std::string& key) {
   auto outcome = writes_.take(key);
   if (!outcome) return;
   auto& queue = queued_.at(key);
-  auto done = std::move(queue.front());
-  queue.pop_front();
   bool ok = true;
   try {
     outcome->get();
-    write_failed_.erase(key + ": " + done.what);
+    write_failed_.erase(key + ": " + queue.front().what);
   } catch (const std::exception& e) {
     ok = false;
-    if (write_failed_.insert(key + ": " + done.what).second)
-      log::warn("{}: {}: {} (tried again from what Slurm shows)", key, done.what, e.what());
+    auto& failed = queue.front();
+    if (--failed.tries > 0) {
+      log::info("{}: {}: {}: trying again", key, failed.what, e.what());
+      start_write(key);
+      return;
+    }
+    if (write_failed_.insert(key + ": " + failed.what).second)
+      log::warn("{}: {}: {}", key, failed.what, e.what());
   }
+  auto done = std::move(queue.front());
+  queue.pop_front();
   if (queue.empty()) {
     queued_.erase(key);
   } else {
@@ -248,6 +263,9 @@ void Provisioner::take_write(const std::string& key) {
 
 void Provisioner::take_writes() {
   for (const auto& key : writes_.finished()) take_write(key);
+  // Queues that wait for room (kMaxWrites), or whose start failed.
+  for (auto it = queued_.begin(); it != queued_.end() && writes_.size() < kMaxWrites; ++it)
+    if (!writes_.has(it->first)) start_write(it->first);
 }
 
 void Provisioner::drain(const std::string& node, const std::string& why,
@@ -342,6 +360,7 @@ void Provisioner::adopt_slots(provision::Group& group, unsigned max_count, bool 
   if (max_count < before) {
     for (unsigned i = max_count; i < before; ++i)
       if (group.slots[i].phase != SlotPhase::empty) return;  // keep_include kept them
+    for (unsigned i = max_count; i < before; ++i) undrained_.erase(group.spec.node(i + 1));
     group.slots.resize(max_count);
   } else {
     group.slots.resize(max_count);
@@ -482,9 +501,9 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
                                  join(include::diff(current, text), " | "));
       if (change != include::Change::reconfigure) {
         add_cluster_event("slurm_conf_written", "info", "", "", written);
-        return all;
+      } else {
+        reconfigure_owed_ = std::move(written);
       }
-      reconfigure_owed_ = std::move(written);
     }
     if (reconfigure_owed_.empty()) return all;
     // slurmctld reads the file at its reconfigure, on a thread of its own;
@@ -492,9 +511,10 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
     if (!writing(kSlurmctld))
       write(
           kSlurmctld, "reconfigure for the include file", [this] { slurm_.reconfigure(); },
-          [this] {
-            add_cluster_event("slurm_conf_written", "info", "", "", reconfigure_owed_);
-            reconfigure_owed_.clear();
+          [this, owed = reconfigure_owed_] {
+            add_cluster_event("slurm_conf_written", "info", "", "", owed);
+            // A file written again meanwhile waits for a reconfigure of its own.
+            if (reconfigure_owed_ == owed) reconfigure_owed_.clear();
           });
     if (reconfigure_owed_.empty()) return all;
     return {};
@@ -520,13 +540,12 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
     }
     return {};
   }
-  if (repairing_ || !queued_.empty() ||
-      std::ranges::any_of(work_, [](const auto& w) { return w.second.calling; })) {
+  if (repairing_ || std::ranges::any_of(work_, [](const auto& w) { return w.second.calling; })) {
     if (said_["include/restart"] != "wait") {
       said_["include/restart"] = "wait";
       add_cluster_event("restart_waits", "info", "", "",
-                        "the include file needs a slurmctld restart: it waits for the repairs, "
-                        "provider calls and writes to slurmctld in flight");
+                        "the include file needs a slurmctld restart: it waits for the repairs "
+                        "and provider calls in flight");
     }
     return {};
   }
@@ -812,7 +831,10 @@ void Provisioner::launch(provision::Group& group, provision::Slot& slot,
     const bool up_already = node != nullptr && !node->powering_up && node->slurmd_start_time > 0;
     if (!waiting && !up_already) {
       if (now() - work.since >= kPowerRetry) {
-        write(name, "POWER_UP", [this, name] { slurm_.power_up(name); });
+        write(name, "drain (provisioning) and POWER_UP", [this, name] {
+          slurm_.set_node_drain(name, std::string(kReasonPrefix) + "provisioning");
+          slurm_.power_up(name);
+        });
         work.since = now();
       }
       return;
@@ -922,10 +944,12 @@ void Provisioner::created(provision::Group& group, provision::Slot& slot,
   }
   if (outcome == provision::CreateOutcome::ok && group.spec.type == GroupType::compute &&
       !out.node_addr.empty())
-    write(name, "NodeAddr " + out.node_addr,
-          [this, name, addr = out.node_addr, host = out.node_hostname] {
-            slurm_.set_node_address(name, addr, host);
-          });
+    write(
+        name, "NodeAddr",
+        [this, name, addr = out.node_addr, host = out.node_hostname] {
+          slurm_.set_node_address(name, addr, host);
+        },
+        {}, kWriteTries);
   if (outcome == provision::CreateOutcome::bootstrap) {
     detail = fmt::format("host {}, script {}: {}", name, group.spec.lifecycle_script,
                          file_tail(log_file(group, slot)));
@@ -1159,7 +1183,8 @@ void Provisioner::execute(const provision::Action& action) {
       };
       if (compute)
         write(
-            name, "resume", [this, name] { slurm_.resume_node(name); }, std::move(in_service));
+            name, "resume", [this, name] { slurm_.resume_node(name); }, std::move(in_service),
+            kWriteTries);
       else
         in_service();
       break;
@@ -1265,12 +1290,12 @@ void Provisioner::add_cluster_event(const std::string& kind, const std::string& 
 void Provisioner::tick(const NodeMap& nodes, bool repairing) {
   std::lock_guard lock(mutex_);
   repairing_ = repairing;
-  take_writes();
   if (!restart_done()) return;  // slurmctld restarts for the include file
   if (gate_ != nullptr && gate_->held()) {
-    say_held();
+    say_held();  // the writes' outcomes wait too: what follows them changes things
     return;
   }
+  take_writes();
   for (const auto& node : std::vector<std::string>(undrained_.begin(), undrained_.end()))
     drain_slot(node);
   reload_groups();

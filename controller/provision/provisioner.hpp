@@ -127,18 +127,24 @@ class Provisioner {
     std::string what;  // for the log
     std::function<void()> call;
     std::function<void()> then;
+    int tries = 1;  // a write no stage makes again (NodeAddr, resume): kWriteTries
   };
+  static constexpr int kWriteTries = 3;
+  // At most this many writes under way at once.
+  static constexpr std::size_t kMaxWrites = 16;
   // Queues a write behind the others of `key` (a node, or kSlurmctld for
-  // the reconfigure).
+  // the reconfigure); one that fails is made again, `tries` in all, each
+  // at the tick after the one before returned.
   void write(const std::string& key, std::string what, std::function<void()> call,
-             std::function<void()> then = {});
+             std::function<void()> then = {}, int tries = 1);
   // Whether `key` has writes queued or under way: its slot's stage waits.
   bool writing(const std::string& key) const { return queued_.contains(key); }
   void start_write(const std::string& key);
-  // Takes the write of `key` if it is in: says a failure (once), starts the
-  // key's next write, runs its `then`.
+  // Takes the write of `key` if it is in: makes a failed one again while it
+  // has tries left, else says it (once); starts the key's next write, runs
+  // its `then`.
   void take_write(const std::string& key);
-  // Takes every write that is in.
+  // Takes every write that is in, and starts those waiting for room.
   void take_writes();
   // Creates abandoned after create_timeout ("TOKEN#CALLED_AT" -> the call,
   // still running): an instance one makes once it returns is terminated.

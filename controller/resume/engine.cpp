@@ -176,17 +176,20 @@ void Engine::tick() {
   // waits until slurmctld answers, with what the probes counted meanwhile.
   if (slurm_slow_) return;
   // Each step is advanced on this look's read. A step whose job another
-  // step changed in this look (its repair moved on), or that the read
-  // does not cover (registered since it began), waits for the next look
-  // and goes first there: none waits on slurmctld, none waits twice.
+  // step changed in this look (its repair moved on) waits for the next
+  // look (at once) and goes first there, unless it waited at the last
+  // one; a step the read does not cover (registered since it began) waits
+  // for the next read. None waits on slurmctld.
   std::ranges::stable_partition(steps,
                                 [&](const StoredStep& s) { return deferred_.contains(s.key()); });
   std::set<std::string> deferred;
   std::set<std::uint32_t> changed_jobs;
+  bool wait_for_change = false;
   for (auto& step : steps) {
     const auto k = step.key();
-    if (changed_jobs.contains(step.step.job_id)) {
+    if (changed_jobs.contains(step.step.job_id) && !deferred_.contains(k)) {
       deferred.insert(k);
+      wait_for_change = true;
       continue;
     }
     const auto phase = step.phase;
@@ -195,6 +198,8 @@ void Engine::tick() {
     try {
       advance(step, nodes);
       last_error_.erase(k);
+      if (step.phase != phase || step.state != state || !(step.repair == facts))
+        changed_jobs.insert(step.step.job_id);
     } catch (const NotRead&) {
       deferred.insert(k);
     } catch (const DecidedMeanwhile&) {
@@ -221,12 +226,10 @@ void Engine::tick() {
       // the first look whose read slurmctld answers.
       if (gone) break;
     }
-    if (step.phase != phase || step.state != state || !(step.repair == facts))
-      changed_jobs.insert(step.step.job_id);
   }
   deferred_ = std::move(deferred);
   // The next look at once, with a read after this one's changes.
-  if (!deferred_.empty() && !changed_jobs.empty()) wake();
+  if (wait_for_change) wake();
   drop_unwanted_calls(steps);
 }
 

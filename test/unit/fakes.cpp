@@ -72,6 +72,16 @@ bool Hold::waiting() const {
   return waiting_ > 0;
 }
 
+int Hold::waiters() const {
+  std::lock_guard lock(mutex_);
+  return waiting_;
+}
+
+int Hold::most_waiters() const {
+  std::lock_guard lock(mutex_);
+  return most_;
+}
+
 bool Hold::wait_for_waiter(std::chrono::milliseconds limit) const {
   std::unique_lock lock(mutex_);
   return changed_.wait_for(lock, limit, [this] { return waiting_ > 0; });
@@ -79,7 +89,7 @@ bool Hold::wait_for_waiter(std::chrono::milliseconds limit) const {
 
 void Hold::pass() {
   std::unique_lock lock(mutex_);
-  ++waiting_;
+  most_ = std::max(most_, ++waiting_);
   changed_.notify_all();
   changed_.wait_for(lock, std::chrono::seconds{10}, [this] { return !held_; });
   --waiting_;
@@ -220,7 +230,7 @@ void FakeSlurm::set_node_down(const std::string& name, const std::string& reason
 }
 
 void FakeSlurm::set_node_drain(const std::string& name, const std::string& reason) {
-  if (name == node_writes_of) node_writes.pass();
+  if (name == node_writes_of || node_writes_of == "*") node_writes.pass();
   const auto held = check_reachable();
   auto& n = node(name);
   n.drain = true;
@@ -229,7 +239,7 @@ void FakeSlurm::set_node_drain(const std::string& name, const std::string& reaso
 }
 
 void FakeSlurm::resume_node(const std::string& name) {
-  if (name == node_writes_of) node_writes.pass();
+  if (name == node_writes_of || node_writes_of == "*") node_writes.pass();
   const auto held = check_reachable();
   auto& n = node(name);
   n.fail = n.down = n.drain = false;
@@ -247,7 +257,7 @@ void FakeSlurm::undrain_node(const std::string& name) {
 
 // As measured on Slurm 22.05: POWER_UP keeps a drain but drops its Reason.
 void FakeSlurm::power_up(const std::string& name) {
-  if (name == node_writes_of) node_writes.pass();
+  if (name == node_writes_of || node_writes_of == "*") node_writes.pass();
   const auto held = check_reachable();
   auto& n = node(name);
   n.powered_down = false;
@@ -259,7 +269,7 @@ void FakeSlurm::power_up(const std::string& name) {
 // The slot starts powering down at once, which clears any drain (as Slurm
 // does); finish_power_down ends it.
 void FakeSlurm::power_down(const std::string& name, const std::string& how) {
-  if (name == node_writes_of) node_writes.pass();
+  if (name == node_writes_of || node_writes_of == "*") node_writes.pass();
   const auto held = check_reachable();
   auto& n = node(name);
   n.powering_down = true;
@@ -291,7 +301,7 @@ void FakeSlurm::finish_power_down(const std::string& name) {
 
 void FakeSlurm::set_node_address(const std::string& name, const std::string& address,
                                  const std::string& hostname) {
-  if (name == node_writes_of) node_writes.pass();
+  if (name == node_writes_of || node_writes_of == "*") node_writes.pass();
   const auto held = check_reachable();
   auto& n = node(name);
   n.address = address;

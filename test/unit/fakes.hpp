@@ -57,8 +57,11 @@ class ManualClock final : public Clock {
 class Hold {
  public:
   void set(bool hold);
-  // Whether a call waits in pass() now.
+  // Whether a call waits in pass() now; how many do; the most that did at
+  // once.
   bool waiting() const;
+  int waiters() const;
+  int most_waiters() const;
   // Waits until a test waiting for it (waiting()) sees a call here.
   bool wait_for_waiter(std::chrono::milliseconds limit) const;
   void pass();
@@ -68,6 +71,7 @@ class Hold {
   mutable std::condition_variable changed_;
   bool held_ = false;
   int waiting_ = 0;
+  int most_ = 0;
 };
 
 class FakeSlurm final : public slurm::SlurmApi {
@@ -134,7 +138,8 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::uint32_t later_calls_of = 0;
   std::string later_call;
   // While set, a drain, resume, POWER_UP, POWER_DOWN or NodeAddr of the
-  // node `node_writes_of` waits (a slurmctld slow to take one slot's write).
+  // node `node_writes_of` ("*": of every node) waits (a slurmctld slow to
+  // take one slot's write).
   Hold node_writes;
   std::string node_writes_of;
   // set_node_fail of these nodes finds slurmctld gone (SlurmUnreachable),

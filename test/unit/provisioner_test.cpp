@@ -657,3 +657,27 @@ TEST_CASE(
   CHECK(rig.provider_calls() ==
         std::vector<std::string>{"create a a-2 a:a-2:1", "create a a-1 a:a-1:1"});
 }
+
+TEST_CASE("provisioner: a new group of many slots has at most 16 writes to slurmctld under way",
+          "[provisioner]") {
+  Rig rig;
+  rig.write_group("a", "type=compute\ncount=0\nmax_count=40\npartitions=main\n");
+  rig.add_slots("a-", 40);
+  rig.start();
+  rig.provisioner->start_calls();
+  rig.slurm.node_writes_of = "*";
+  rig.slurm.node_writes.set(true);
+  rig.tick();  // the group is read: its 40 write-ahead drains are queued
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (rig.slurm.node_writes.waiters() < 16 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(rig.slurm.node_writes.waiters() == 16);
+  for (int i = 0; i < 5; ++i) rig.tick();
+  rig.slurm.node_writes.set(false);
+  REQUIRE(rig.tick_until([&] {
+    return std::ranges::count_if(rig.slurm.updates, [](const std::string& u) {
+             return u.starts_with("drain a-");
+           }) == 40;
+  }));
+  CHECK(rig.slurm.node_writes.most_waiters() == 16);
+}
