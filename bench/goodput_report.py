@@ -8,6 +8,9 @@ For each WAY, DIR holds:
   WAY-faults.log  'EPOCH KIND TARGET', one line per fault injected
   WAY-window      'T0 T_END': the training's first start and the end of the
                   wall time (epoch seconds)
+  WAY-events.log  the controller's events (auto-resume events), if the way
+                  ran one: its 'registered: step S attempt N' lines split a
+                  fault's downtime in two
 
 Definitions (bench/RESULTS.md says the same):
   step time   the median time between two consecutive steps of one run
@@ -20,6 +23,12 @@ Definitions (bench/RESULTS.md says the same):
               the end counts until the end, and is marked '(not over)'
   steps lost  per fault: the highest step before it less the step the next
               run started from
+  the split   per fault, where the controller's events are there: from the
+              fault to the next attempt registered with the controller (its
+              detection, the repair and srun's relaunch), and from then to
+              the training's first step (the new step's start: the program,
+              torch, the process group, the checkpoint); the events are to
+              the second, so each part is +-0.5 s
 
 Prints per way the ETTR, the downtime per fault (median, p90) and the steps
 lost per fault, overall and per kind, and each fault; then
@@ -28,9 +37,12 @@ saying why, when a log is missing or matplotlib is not there.
 """
 
 import argparse
+import calendar
 import os
+import re
 import statistics
 import sys
+import time
 
 
 def fail(text):
@@ -54,6 +66,23 @@ def percentile(values, q):
     low = int(pos)
     high = min(low + 1, len(values) - 1)
     return values[low] + (values[high] - values[low]) * (pos - low)
+
+
+REGISTERED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) .* registered: step \S+ attempt (\d+)")
+
+
+def registrations(out, way):
+    """Epoch seconds (the middle of the second) of each attempt registered after the first."""
+    path = os.path.join(out, f"{way}-events.log")
+    if not os.path.exists(path):
+        return []
+    out_ = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = REGISTERED.match(line)
+            if m and int(m.group(2)) > 0:
+                out_.append(calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%SZ")) + 0.5)
+    return sorted(out_)
 
 
 def analyse(out, way):
@@ -92,6 +121,7 @@ def analyse(out, way):
     wall = t_end - t0
     ettr = final * step_time / wall
 
+    registered = registrations(out, way)
     per_fault = []
     for t, kind, target in faults:
         before = [e[3] for e in events if e[2] == "step" and e[0] <= t]
@@ -111,8 +141,14 @@ def analyse(out, way):
             downtime = t_end - t
             lost = None
             over = False
+        # The attempt the controller relaunched for it: registered between
+        # the fault and the run's first step.
+        relaunched = None
+        if resumed:
+            relaunched = next((r for r in registered if t - 0.5 <= r <= resumed[1][0] + 0.5), None)
         per_fault.append({"t": t - t0, "kind": kind, "target": target, "downtime": downtime,
-                          "lost": lost, "over": over})
+                          "lost": lost, "over": over,
+                          "relaunch": None if relaunched is None else max(relaunched - t, 0.0)})
     return {"way": way, "t0": t0, "wall": wall, "step_time": step_time, "final": final,
             "ettr": ettr, "faults": per_fault, "events": events}
 
@@ -140,10 +176,18 @@ def report(result):
     print(f"  {len(r['faults'])} faults: {summary(r['faults'])}")
     for kind in sorted({f["kind"] for f in r["faults"]}):
         print(f"  {kind}: {summary([f for f in r['faults'] if f['kind'] == kind])}")
+    split = [f for f in r["faults"] if f["relaunch"] is not None]
+    if split:
+        to_relaunch = [f["relaunch"] for f in split]
+        to_step = [f["downtime"] - f["relaunch"] for f in split]
+        print(f"  split of {len(split)} downtimes: fault to the relaunched attempt registered median "
+              f"{statistics.median(to_relaunch):.1f} s, then to its first step median "
+              f"{statistics.median(to_step):.1f} s (+-0.5 s)")
     for f in r["faults"]:
         lost = "-" if f["lost"] is None else f["lost"]
+        relaunch = "" if f["relaunch"] is None else f" (relaunched at +{f['relaunch']:.1f} s)"
         print(f"    +{f['t']:6.1f} s {f['kind']:<7} {f['target']:<14} downtime {f['downtime']:6.1f} s"
-              f"{'' if f['over'] else ' (not over)'}, steps lost {lost}")
+              f"{'' if f['over'] else ' (not over)'}{relaunch}, steps lost {lost}")
 
 
 def draw(results, path):
