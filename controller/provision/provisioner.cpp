@@ -243,7 +243,11 @@ void Provisioner::take_write(const std::string& key) {
       start_write(key);
       return;
     }
-    if (write_failed_.insert(key + ": " + failed.what).second)
+    if (key == kSlurmctld)  // an event too: the admin's include file waits for it
+      say_once("include/write", "",
+               std::string("the include file's reconfigure: ") + e.what() +
+                   " (tried again at the next tick)");
+    else if (write_failed_.insert(key + ": " + failed.what).second)
       log::warn("{}: {}: {}", key, failed.what, e.what());
   }
   auto done = std::move(queue.front());
@@ -512,6 +516,7 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
       write(
           kSlurmctld, "reconfigure for the include file", [this] { slurm_.reconfigure(); },
           [this, owed = reconfigure_owed_] {
+            said_.erase("include/write");
             add_cluster_event("slurm_conf_written", "info", "", "", owed);
             // A file written again meanwhile waits for a reconfigure of its own.
             if (reconfigure_owed_ == owed) reconfigure_owed_.clear();
