@@ -283,10 +283,14 @@ void Provisioner::drain(const std::string& node, const std::string& why,
 void Provisioner::drain_slot(const std::string& node) {
   undrained_.insert(node);
   if (writing(node)) return;  // this drain, or a write before it
-  write(
-      node, "write-ahead drain (empty slot)",
-      [this, node] { slurm_.set_node_drain(node, std::string(kReasonPrefix) + "empty slot"); },
-      [this, node] { undrained_.erase(node); });
+  drain(node, "empty slot", [this, node] { undrained_.erase(node); });
+}
+
+std::function<void()> Provisioner::on_work(const std::string& name,
+                                           std::function<void(Work&)> change) {
+  return [this, name, change = std::move(change)] {
+    if (const auto w = work_.find(name); w != work_.end()) change(w->second);
+  };
 }
 
 std::string Provisioner::reload_groups(bool act) {
@@ -821,11 +825,7 @@ void Provisioner::launch(provision::Group& group, provision::Slot& slot,
     work.stage = compute ? Stage::power_up : Stage::create;
     work.since = now();
     if (compute) {
-      // One write: no POWER_UP unless the drain is in.
-      write(name, "drain (provisioning) and POWER_UP", [this, name] {
-        slurm_.set_node_drain(name, std::string(kReasonPrefix) + "provisioning");
-        slurm_.power_up(name);
-      });
+      power_up_call(name);
       return;
     }
   }
@@ -836,19 +836,15 @@ void Provisioner::launch(provision::Group& group, provision::Slot& slot,
     const bool up_already = node != nullptr && !node->powering_up && node->slurmd_start_time > 0;
     if (!waiting && !up_already) {
       if (now() - work.since >= kPowerRetry) {
-        write(name, "drain (provisioning) and POWER_UP", [this, name] {
-          slurm_.set_node_drain(name, std::string(kReasonPrefix) + "provisioning");
-          slurm_.power_up(name);
-        });
+        power_up_call(name);
         work.since = now();
       }
       return;
     }
     // POWER_UP dropped the Reason: the create waits until it is back.
-    drain(name, "provisioning", [this, name] {
-      if (const auto w = work_.find(name); w != work_.end() && w->second.stage == Stage::power_up)
-        w->second.stage = Stage::create;
-    });
+    drain(name, "provisioning", on_work(name, [](Work& w) {
+            if (w.stage == Stage::power_up) w.stage = Stage::create;
+          }));
     if (work.stage != Stage::create) return;  // the drain is under way
   }
   if (!work.calling) {
@@ -1031,19 +1027,13 @@ void Provisioner::leave(provision::Group& group, provision::Slot& slot,
 }
 
 bool Provisioner::powered_down(const std::string& name, const slurm::NodeInfo* node, Work& work) {
-  // `then`s find the slot's steps anew: they run at a later tick.
-  const auto step = [this, name](const std::function<void(Work&)>& change) {
-    return [this, name, change] {
-      if (const auto w = work_.find(name); w != work_.end()) change(w->second);
-    };
-  };
   if (node == nullptr) {  // hidden: powered down; done once drained again
-    if (!work.drained) drain(name, "empty slot", step([](Work& w) { w.drained = true; }));
+    if (!work.drained) drain(name, "empty slot", on_work(name, [](Work& w) { w.drained = true; }));
     return work.drained;
   }
   if (work.stage == Stage::power_down && node->powering_down) {
     // Slurm cleared the drain as it began powering down.
-    drain(name, "empty slot", step([](Work& w) {
+    drain(name, "empty slot", on_work(name, [](Work& w) {
             if (w.stage == Stage::power_down) w.stage = Stage::hide;
           }));
   } else if (work.stage == Stage::power_down && now() - work.since >= kPowerRetry) {
@@ -1052,6 +1042,14 @@ bool Provisioner::powered_down(const std::string& name, const slurm::NodeInfo* n
     work.since = now();
   }
   return false;
+}
+
+void Provisioner::power_up_call(const std::string& name) {
+  // One write: no POWER_UP unless the drain is in.
+  write(name, "drain (provisioning) and POWER_UP", [this, name] {
+    slurm_.set_node_drain(name, std::string(kReasonPrefix) + "provisioning");
+    slurm_.power_up(name);
+  });
 }
 
 void Provisioner::power_down_call(const std::string& name, bool force) {

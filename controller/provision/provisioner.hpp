@@ -201,8 +201,13 @@ class Provisioner {
   void created(provision::Group& group, provision::Slot& slot, const CommandResult& result);
   // Starts a slot's power-down (force: also while it powers up).
   void power_down(const std::string& name, bool force);
+  // The drain and POWER_UP write of a slot powering up.
+  void power_up_call(const std::string& name);
   // The POWER_DOWN write (_FORCE or _ASAP).
   void power_down_call(const std::string& name, bool force);
+  // A write's `then` that changes the slot's steps in flight, found anew
+  // when it runs (at a later tick), if they are still there.
+  std::function<void()> on_work(const std::string& name, std::function<void(Work&)> change);
   // Drives a power-down: true once the slot is hidden, drained again.
   bool powered_down(const std::string& name, const slurm::NodeInfo* node, Work& work);
   void execute(const provision::Action& action);
