@@ -154,6 +154,18 @@ provision::Cluster Provisioner::state() const {
   return cluster_;
 }
 
+std::size_t Provisioner::provider_calls_running() const {
+  std::lock_guard lock(mutex_);
+  const auto running = [](const auto& call) {
+    return call.valid() && call.wait_for(std::chrono::seconds{0}) != std::future_status::ready;
+  };
+  std::size_t n = listing_ && running(list_call_) ? 1U : 0U;
+  for (const auto& [node, work] : work_) n += work.calling && running(work.call) ? 1U : 0U;
+  for (const auto& [key, call] : orphan_calls_) n += running(call) ? 1U : 0U;
+  for (const auto& [token, abandoned] : abandoned_) n += running(abandoned.call) ? 1U : 0U;
+  return n;
+}
+
 bool Provisioner::owns(const std::string& node) const {
   std::lock_guard lock(mutex_);
   for (const auto& group : cluster_.groups) {

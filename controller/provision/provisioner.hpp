@@ -106,6 +106,9 @@ class Provisioner {
   // Whether every write started has returned, waiting at most `limit`
   // (tests).
   bool calls_settled(std::chrono::milliseconds limit) const { return writes_.wait(limit); }
+  // The provider's calls (create, terminate, list) started and not yet
+  // returned; a tick takes those that returned (tests).
+  std::size_t provider_calls_running() const;
 
  private:
   using Millis = provision::Millis;
