@@ -58,9 +58,14 @@ void free_jobs(job_info_msg_t* msg) {
 
 void init() { slurm_init(nullptr); }
 
+// The job reads ask this cluster's slurmctld alone: without SHOW_LOCAL,
+// libslurm first asks it for the federation (REQUEST_FED_INFO), one more
+// RPC per read. The controller repairs this cluster's jobs only.
+constexpr std::uint16_t kJobShow = SHOW_ALL | SHOW_LOCAL;
+
 std::optional<JobInfo> load_job(std::uint32_t job_id) {
   job_info_msg_t* msg = nullptr;
-  if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS) {
+  if (slurm_load_job(&msg, job_id, kJobShow) != SLURM_SUCCESS) {
     if (slurm_get_errno() == ESLURM_INVALID_JOB_ID) return std::nullopt;
     fail("cannot load job " + std::to_string(job_id));
   }
@@ -288,7 +293,7 @@ void free_steps(job_step_info_response_msg_t* msg) {
 // yet), or nothing if it is not listed.
 std::optional<std::string> find_step(std::uint32_t job_id, std::uint32_t step_id) {
   job_step_info_response_msg_t* msg = nullptr;
-  if (slurm_get_job_steps(0, job_id, step_id, &msg, SHOW_ALL) != SLURM_SUCCESS) {
+  if (slurm_get_job_steps(0, job_id, step_id, &msg, kJobShow) != SLURM_SUCCESS) {
     if (slurm_get_errno() == ESLURM_INVALID_JOB_ID) return std::nullopt;
     fail("cannot load step " + std::to_string(job_id) + "." + std::to_string(step_id));
   }
@@ -406,7 +411,7 @@ void merge_expand_helper(std::uint32_t helper_id, std::uint32_t job_id) {
 
 std::vector<std::uint32_t> live_jobs_named(const std::string& name, uid_t owner) {
   job_info_msg_t* msg = nullptr;
-  if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) fail("cannot load the jobs");
+  if (slurm_load_jobs(0, &msg, kJobShow) != SLURM_SUCCESS) fail("cannot load the jobs");
   std::vector<std::uint32_t> ids;
   for (std::uint32_t i = 0; i < msg->record_count; ++i) {
     const auto& j = msg->job_array[i];

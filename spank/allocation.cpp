@@ -33,7 +33,9 @@ std::string node_address(const std::string& name) {
 
 Allocation load_allocation(std::uint32_t job_id) {
   job_info_msg_t* msg = nullptr;
-  if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS)
+  // SHOW_LOCAL: the job is this cluster's, and without it libslurm asks
+  // slurmctld for the federation first, one more RPC.
+  if (slurm_load_job(&msg, job_id, SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS)
     fail("cannot load job " + std::to_string(job_id));
   Allocation allocation;
   if (msg != nullptr && msg->record_count > 0 && msg->job_array[0].nodes != nullptr)
