@@ -107,6 +107,10 @@ void print_nodes(const proto::NodesReply& reply) {
   if (reply.heartbeats.empty()) fmt::print("no node agent heard from\n");
   for (const auto& [node, age] : reply.heartbeats)
     line(stdout, fmt::format("{}: last heartbeat {:.1f} s ago", node, age));
+  if (reply.heartbeats_left_out > 0)
+    line(stdout, fmt::format("... and {} more nodes heard more recently (name them: auto-resume "
+                             "nodes NODE...)",
+                             reply.heartbeats_left_out));
 }
 
 // Node groups (continuous provisioning), one line each.
@@ -258,6 +262,7 @@ struct Commands {
   bool replace_now = false;
   bool replace_force = false;
   CLI::App* nodes = nullptr;
+  std::vector<std::string> nodes_named;
   CLI::App* pause = nullptr;
   std::string pause_reason;
   CLI::App* unpause = nullptr;
@@ -319,6 +324,12 @@ void add_commands(CLI::App& app, Commands& c) {
       ->excludes(now_flag);
   c.nodes =
       app.add_subcommand("nodes", "Node replacements under way and node agents' heartbeats (root)");
+  c.nodes
+      ->add_option("node", c.nodes_named,
+                   fmt::format("Only these nodes (at most {}; default: all, the {} heard longest "
+                               "ago when more are heard)",
+                               ar::proto::kMaxNodesListed, ar::proto::kMaxNodesListed))
+      ->expected(0, static_cast<int>(ar::proto::kMaxNodesListed));
   c.pause = app.add_subcommand(
       "pause", "Stop every action of the controller, for a maintenance window (root)");
   c.pause->add_option("--reason", c.pause_reason, "Why, shown in status and events");
@@ -477,7 +488,7 @@ void run(const Controller& controller, const Commands& c) {
     ask(controller, proto::ReplaceRequest{c.replace_node, mode},
         [](const proto::ReplaceReply& reply) { line(stdout, reply.message); });
   }
-  if (c.nodes->parsed()) ask(controller, proto::NodesRequest{}, print_nodes);
+  if (c.nodes->parsed()) ask(controller, proto::NodesRequest{c.nodes_named}, print_nodes);
   const auto print_guard_reply = [](const proto::GuardReply& reply) {
     line(stdout, reply.message);
     print_guard(reply.controller);

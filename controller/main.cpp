@@ -159,7 +159,10 @@ int main(int argc, char** argv) {
           return service.handle(request, caller, peer);
         },
         [&service](uid_t caller) { return service.privileged(caller); },
-        [&metrics](std::string_view outcome) { metrics.session(outcome); });
+        [&metrics](std::string_view outcome) { metrics.session(outcome); },
+        [&service](const ar::proto::Request& request, uid_t caller, const std::string& peer) {
+          return service.quick(request, caller, peer);
+        });
     server.start();
     std::optional<ar::MetricsServer> metrics_server;  // after io: its socket goes first
     if (config.metrics_listen) {

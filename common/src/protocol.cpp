@@ -694,8 +694,21 @@ ReplaceReply ReplaceReply::from_json(const json& result) {
 
 // nodes
 
-json NodesRequest::to_json() const { return json::object(); }
-NodesRequest NodesRequest::from_json(const json&) { return {}; }
+json NodesRequest::to_json() const {
+  json out = json::object();
+  if (!nodes.empty()) out["nodes"] = nodes;
+  return out;
+}
+
+NodesRequest NodesRequest::from_json(const json& body) {
+  NodesRequest request;
+  if (!body.contains("nodes")) return request;
+  for (const auto& node : get_string_list(body, "nodes", kMaxNodesListed)) {
+    const json item{{"node", node}};
+    request.nodes.push_back(get_node_name(item, "node"));
+  }
+  return request;
+}
 
 json NodesReply::Replacement::to_json() const {
   return {{"node", node},          {"state", name_of(state)}, {"reason", reason},
@@ -714,7 +727,9 @@ NodesReply::Replacement NodesReply::Replacement::from_json(const json& item) {
 }
 
 json NodesReply::to_json() const {
-  return {{"replacements", to_json_array(replacements)}, {"heartbeats", heartbeats}};
+  json out{{"replacements", to_json_array(replacements)}, {"heartbeats", heartbeats}};
+  if (heartbeats_left_out > 0) out["heartbeats_left_out"] = heartbeats_left_out;
+  return out;
 }
 
 NodesReply NodesReply::from_json(const json& result) {
@@ -728,6 +743,9 @@ NodesReply NodesReply::from_json(const json& result) {
       bad("field 'heartbeats': '" + node + "' must be a number of seconds, got " + shown(age));
     reply.heartbeats[node] = age.get<double>();
   }
+  if (heard.size() > kMaxNodesListed)
+    bad("field 'heartbeats' has more than " + std::to_string(kMaxNodesListed) + " nodes");
+  reply.heartbeats_left_out = get_u32(body, "heartbeats_left_out", 0);
   return reply;
 }
 

@@ -54,7 +54,15 @@ NodeKeeper::Life NodeKeeper::life_of(const std::string& node) {
   return {AgentView::silent, as_seconds(age)};
 }
 
-void NodeKeeper::check_origin(const std::string& node, const std::string& peer) {
+bool NodeKeeper::heartbeat_at_hand(const std::string& node, const std::string& peer) {
+  try {
+    return check_origin(node, peer, false);
+  } catch (const std::exception&) {
+    return true;  // refused without a lookup
+  }
+}
+
+bool NodeKeeper::check_origin(const std::string& node, const std::string& peer, bool resolve) {
   Whereabouts where;
   {
     std::lock_guard lock(mutex_);
@@ -83,7 +91,9 @@ void NodeKeeper::check_origin(const std::string& node, const std::string& peer) 
        {std::pair{where.address, "NodeAddr"}, std::pair{where.hostname, "NodeHostname"}}) {
     if (ok || name.empty()) continue;
     std::string error;
-    const auto addresses = addresses_of(name, error);
+    const auto found = addresses_of(name, error, resolve);
+    if (!found) return false;  // a lookup, which the caller does not want
+    const auto& addresses = *found;
     ok = std::ranges::find(addresses, *from) != addresses.end();
     std::vector<std::string> texts;
     for (const auto& a : addresses) texts.push_back(a.to_string());
@@ -101,19 +111,27 @@ void NodeKeeper::check_origin(const std::string& node, const std::string& peer) 
                     node, from->to_string(), node, join(seen, ", "), node));
   if (from->is_loopback()) {
     std::lock_guard lock(mutex_);
-    if (loopback_said_.insert(node).second)
+    // Named for the first few nodes only (a benchmark's thousands would
+    // fill the log).
+    constexpr std::size_t kLoopbackNamed = 3;
+    if (loopback_said_.insert(node).second && loopback_said_.size() <= kLoopbackNamed + 1)
       log::warn(
           "heartbeats: {} is heard over loopback ({}): its agent runs on the controller's host, "
-          "where any local process may send from that address (fine for a local test cluster)",
-          node, from->to_string());
+          "where any local process may send from that address (fine for a local test "
+          "cluster){}",
+          node, from->to_string(),
+          loopback_said_.size() > kLoopbackNamed ? "; the next nodes heard so are not named" : "");
   }
+  return true;
 }
 
-std::vector<origin::Address> NodeKeeper::addresses_of(const std::string& name, std::string& error) {
+std::optional<std::vector<origin::Address>> NodeKeeper::addresses_of(const std::string& name,
+                                                                     std::string& error,
+                                                                     bool resolve) {
   constexpr std::chrono::seconds kLookupRetry{30};
   constexpr std::chrono::minutes kLookupTtl{5};
   constexpr std::chrono::seconds kLookupTimeout{1};
-  if (const auto numeric = origin::parse(name)) return {*numeric};
+  if (const auto numeric = origin::parse(name)) return std::vector{*numeric};
   const auto now = clock_.now();
   {
     std::lock_guard lock(mutex_);
@@ -125,6 +143,7 @@ std::vector<origin::Address> NodeKeeper::addresses_of(const std::string& name, s
       return it->second.addresses;
     }
   }
+  if (!resolve) return std::nullopt;
   // Outside the lock: a slow lookup holds up this heartbeat only.
   Lookup lookup;
   lookup.addresses = origin::resolve(name, kLookupTimeout, lookup.error);

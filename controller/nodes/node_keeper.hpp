@@ -93,6 +93,10 @@ class NodeKeeper {
   // default 2 s is assumed).
   void heartbeat(const std::string& node, bool stopping, const std::string& peer,
                  std::chrono::milliseconds interval = {});
+  // Whether heartbeat(node, ..., peer) is decided without a name lookup
+  // (the node's addresses numeric, or their lookups in the cache): the
+  // server answers such heartbeats on its io thread. Any thread.
+  bool heartbeat_at_hand(const std::string& node, const std::string& peer);
 
   // The evidence of life (any thread): what `node`'s own agent says of it
   // now. beating: its last heartbeat came within two of its intervals and
@@ -201,11 +205,15 @@ class NodeKeeper {
     std::string hostname;       // NodeHostname
     std::int64_t instance = 0;  // its slurmd's start time
   };
-  // Throws unless `peer` may speak for `node` (heartbeat's rules).
-  void check_origin(const std::string& node, const std::string& peer);
+  // Throws unless `peer` may speak for `node` (heartbeat's rules). With
+  // `resolve` false it looks nothing up: false when that would take a
+  // lookup not in the cache (nothing decided), true when decided.
+  bool check_origin(const std::string& node, const std::string& peer, bool resolve = true);
   // The addresses `name` resolves to, from a cache (a failed lookup is
-  // tried again after kLookupRetry, a good one after kLookupTtl).
-  std::vector<origin::Address> addresses_of(const std::string& name, std::string& error);
+  // tried again after kLookupRetry, a good one after kLookupTtl); with
+  // `resolve` false, nullopt when that takes a lookup.
+  std::optional<std::vector<origin::Address>> addresses_of(const std::string& name,
+                                                           std::string& error, bool resolve);
   void watch_heartbeats(const NodeMap& nodes);
   void find_new(const NodeMap& nodes);
   // Where the heartbeats stand at one look (under mutex_); false after a

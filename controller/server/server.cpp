@@ -35,7 +35,7 @@ struct Server::Connection {
 
 Server::Server(asio::io_context& io, asio::thread_pool& workers, const Endpoint& listen,
                const ConnectionLimits& limits, Munge& munge, Handler handle, Privileged privileged,
-               SessionOutcome sessions)
+               SessionOutcome sessions, Quick quick)
     : acceptor_(io, net::resolve_listen(io, listen), /*reuse_address=*/true),
       workers_(workers),
       limits_(limits),
@@ -43,6 +43,7 @@ Server::Server(asio::io_context& io, asio::thread_pool& workers, const Endpoint&
       handle_(std::move(handle)),
       privileged_(std::move(privileged)),
       sessions_(std::move(sessions)),
+      quick_(std::move(quick)),
       refusal_flush_(io) {}
 
 void Server::start() { asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached); }
@@ -183,24 +184,43 @@ Server::Handshake Server::handshake(std::string line) {
   return out;
 }
 
-Server::Served Server::serve(std::string line, const session::Keys& keys, std::uint64_t last_seq,
-                             uid_t caller, const std::string& peer) {
+Server::Received Server::receive(const std::string& line, const session::Keys& keys,
+                                 std::uint64_t last_seq) const {
+  Received out;
   session::Opened opened;
   try {
     opened = session::open(line, keys, session::Direction::request);
   } catch (const proto::ProtocolError& e) {
-    return {session::error_line(e.code(), e.what()), 0, true};
+    out.refusal = {session::error_line(e.code(), e.what()), 0, true};
+    return out;
   }
-  if (opened.seq <= last_seq)
-    return {session::error_line(code::kUnauthenticated,
-                                fmt::format("sequence number {} is not above {}: a replayed or "
-                                            "reordered request",
-                                            opened.seq, last_seq)),
-            0, true};
-  proto::Request request;
+  if (opened.seq <= last_seq) {
+    out.refusal = {session::error_line(code::kUnauthenticated,
+                                       fmt::format("sequence number {} is not above {}: a "
+                                                   "replayed or reordered request",
+                                                   opened.seq, last_seq)),
+                   0, true};
+    return out;
+  }
+  out.seq = opened.seq;
+  try {
+    out.request = proto::parse_request(opened.body);
+  } catch (const proto::ProtocolError& e) {
+    out.refusal = {session::seal(keys, session::Direction::reply, opened.seq,
+                                 proto::error_reply(nullptr, e.code(), e.what())),
+                   opened.seq, false};
+  } catch (const std::exception& e) {
+    out.refusal = {session::seal(keys, session::Direction::reply, opened.seq,
+                                 proto::error_reply(nullptr, code::kInternal, e.what())),
+                   opened.seq, false};
+  }
+  return out;
+}
+
+Server::Served Server::serve(const proto::Request& request, std::uint64_t seq,
+                             const session::Keys& keys, uid_t caller, const std::string& peer) {
   std::string body;
   try {
-    request = proto::parse_request(opened.body);
     body = handle_(request, caller, peer);
   } catch (const proto::ProtocolError& e) {
     body = proto::error_reply(request.id, e.code(), e.what());
@@ -208,7 +228,7 @@ Server::Served Server::serve(std::string line, const session::Keys& keys, std::u
     log::error("op '{}' from uid {} failed: {}", request.op, caller, e.what());
     body = proto::error_reply(request.id, code::kInternal, e.what());
   }
-  return {session::seal(keys, session::Direction::reply, opened.seq, body), opened.seq, false};
+  return {session::seal(keys, session::Direction::reply, seq, body), seq, false};
 }
 
 // Coroutine functions rather than capturing lambdas: a lambda's captures
@@ -216,20 +236,30 @@ Server::Served Server::serve(std::string line, const session::Keys& keys, std::u
 asio::awaitable<Server::Handshake> Server::handshake_on_worker(std::string line) {
   co_return handshake(std::move(line));
 }
-asio::awaitable<Server::Served> Server::serve_on_worker(std::string line, session::Keys keys,
-                                                        std::uint64_t last_seq, uid_t caller,
+asio::awaitable<Server::Served> Server::serve_on_worker(proto::Request request, std::uint64_t seq,
+                                                        session::Keys keys, uid_t caller,
                                                         std::string peer) {
-  co_return serve(std::move(line), keys, last_seq, caller, peer);
+  co_return serve(request, seq, keys, caller, peer);
 }
 
 asio::awaitable<std::string> Server::answer_line(Connection& connection, std::string line,
                                                  bool& close_after) {
   if (connection.state == Connection::State::authenticated) {
-    auto served = co_await asio::co_spawn(
-        workers_,
-        serve_on_worker(std::move(line), connection.keys, connection.last_seq, connection.uid,
-                        connection.peer_text),
-        net::use_awaitable);
+    // Verified and parsed here (a keyed hash and a small JSON object),
+    // answered here if it waits on nothing, else on a worker.
+    auto received = receive(line, connection.keys, connection.last_seq);
+    Served served;
+    if (!received.request)
+      served = std::move(received.refusal);
+    else if (quick_ && quick_(*received.request, connection.uid, connection.peer_text))
+      served = serve(*received.request, received.seq, connection.keys, connection.uid,
+                     connection.peer_text);
+    else
+      served = co_await asio::co_spawn(
+          workers_,
+          serve_on_worker(std::move(*received.request), received.seq, connection.keys,
+                          connection.uid, connection.peer_text),
+          net::use_awaitable);
     if (served.close) {
       close_after = true;
     } else {

@@ -5,7 +5,9 @@
 // line opens a protocol v2 session (one munge round trip: session.hpp);
 // each later one is a request signed with the session's key, answered by a
 // reply signed with it. Handshakes and requests are handled on a worker
-// pool.
+// pool; a request the `Quick` predicate says waits on nothing (a node
+// agent's heartbeat) is answered on the io thread, which saves the two
+// hand-offs between threads that cost most of its time (bench/scale.sh).
 //
 // Connections are admitted within ConnectionLimits (docs/protocol.md,
 // "Limits"): one waits at most auth_timeout for its session, at most
@@ -21,6 +23,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,13 +49,17 @@ class Server {
   // `busy`) or "failed" (a hello that does not authenticate). Called on the
   // io thread.
   using SessionOutcome = std::function<void(std::string_view outcome)>;
+  // Whether a verified request of `caller` from `peer` is answered without
+  // waiting on anything (munge, slurmctld, a name lookup): then on the io
+  // thread. Called on the io thread.
+  using Quick = std::function<bool(const proto::Request&, uid_t caller, const std::string& peer)>;
 
   // Binds and listens at once (throws on failure, e.g. the port is taken).
-  // Requests are decoded and answered on `workers` (munge and slurmctld may
-  // be slow), never on the io thread.
+  // Handshakes are decoded and requests answered on `workers` (munge and
+  // slurmctld may be slow), those `quick` names on the io thread.
   Server(net::asio::io_context& io, net::asio::thread_pool& workers, const Endpoint& listen,
          const ConnectionLimits& limits, Munge& munge, Handler handle, Privileged privileged,
-         SessionOutcome sessions = {});
+         SessionOutcome sessions = {}, Quick quick = {});
 
   // The bound endpoint (the real port when listening on port 0).
   net::tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
@@ -98,12 +105,22 @@ class Server {
   void refused(const std::string& why);
   void arm_refusal_flush();
 
+  // A line of an open session: its request (verified, in sequence,
+  // parsed), or, without one, the answer that refuses it.
+  struct Received {
+    std::optional<proto::Request> request;
+    std::uint64_t seq = 0;
+    Served refusal;
+  };
   Handshake handshake(std::string line);
-  Served serve(std::string line, const session::Keys& keys, std::uint64_t last_seq, uid_t caller,
-               const std::string& peer);
+  Received receive(const std::string& line, const session::Keys& keys,
+                   std::uint64_t last_seq) const;
+  // The signed reply to a received request.
+  Served serve(const proto::Request& request, std::uint64_t seq, const session::Keys& keys,
+               uid_t caller, const std::string& peer);
   net::awaitable<Handshake> handshake_on_worker(std::string line);
-  net::awaitable<Served> serve_on_worker(std::string line, session::Keys keys,
-                                         std::uint64_t last_seq, uid_t caller, std::string peer);
+  net::awaitable<Served> serve_on_worker(proto::Request request, std::uint64_t seq,
+                                         session::Keys keys, uid_t caller, std::string peer);
 
   net::tcp::acceptor acceptor_;
   net::asio::thread_pool& workers_;
@@ -112,6 +129,7 @@ class Server {
   Handler handle_;
   Privileged privileged_;
   SessionOutcome sessions_;
+  Quick quick_;
   // Touched on the io thread only.
   std::size_t open_ = 0;   // every connection admitted and not released
   std::size_t users_ = 0;  // authenticated, not root nor SlurmUser

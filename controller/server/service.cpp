@@ -47,6 +47,17 @@ bool Service::privileged(uid_t caller) {
   return caller == *slurm_user_;
 }
 
+bool Service::quick(const proto::Request& request, uid_t caller, const std::string& peer) {
+  if (request.op != proto::HeartbeatRequest::kOp || keeper_ == nullptr) return false;
+  if (caller != 0) {
+    std::lock_guard lock(mutex_);
+    if (!slurm_user_) return false;  // privileged() asks slurmctld
+  }
+  const auto node = request.body.find("node");
+  if (node == request.body.end() || !node->is_string()) return true;  // refused as it parses
+  return keeper_->heartbeat_at_hand(node->get<std::string>(), peer);
+}
+
 void Service::refuse(uid_t caller, const std::string& message) {
   std::string why;
   {
@@ -302,12 +313,30 @@ proto::GuardReply Service::do_guard(NodeKeeper& keeper, const std::string& op,
   return {message, gate.state()};
 }
 
-proto::NodesReply Service::do_nodes(NodeKeeper& keeper, const proto::NodesRequest&) {
+proto::NodesReply Service::do_nodes(NodeKeeper& keeper, const proto::NodesRequest& request) {
+  const std::set<std::string> named(request.nodes.begin(), request.nodes.end());
+  const auto wanted = [&](const std::string& node) {
+    return named.empty() || named.contains(node);
+  };
   proto::NodesReply reply;
   for (auto& r : store_.node_repairs())
-    reply.replacements.push_back({std::move(r.node), r.state, std::move(r.reason), r.mode,
-                                  r.attempts, r.started_at, std::move(r.detail)});
-  reply.heartbeats = keeper.heartbeat_ages();
+    if (wanted(r.node))
+      reply.replacements.push_back({std::move(r.node), r.state, std::move(r.reason), r.mode,
+                                    r.attempts, r.started_at, std::move(r.detail)});
+  auto ages = keeper.heartbeat_ages();
+  std::erase_if(ages, [&](const auto& entry) { return !wanted(entry.first); });
+  if (ages.size() > proto::kMaxNodesListed) {
+    // The nodes heard longest ago: the silent ones come first.
+    std::vector<std::pair<double, std::string>> by_age;
+    by_age.reserve(ages.size());
+    for (const auto& [node, age] : ages) by_age.emplace_back(age, node);
+    std::ranges::nth_element(by_age, by_age.begin() + proto::kMaxNodesListed - 1, std::greater<>{});
+    by_age.resize(proto::kMaxNodesListed);
+    reply.heartbeats_left_out = static_cast<std::uint32_t>(ages.size() - by_age.size());
+    for (auto& [age, node] : by_age) reply.heartbeats.emplace(std::move(node), age);
+  } else {
+    reply.heartbeats = std::move(ages);
+  }
   return reply;
 }
 

@@ -49,6 +49,11 @@ class Service {
   std::string handle(const proto::Request& request, uid_t caller, const std::string& peer = {});
   // root, and SlurmUser once slurmctld has told who that is.
   bool privileged(uid_t caller);
+  // Whether `request` is answered without waiting on anything outside
+  // (slurmctld, a name lookup): a node agent's heartbeat from a caller
+  // known to be root or SlurmUser, whose node's addresses are numeric or
+  // in the lookup cache. The server answers those on its io thread.
+  bool quick(const proto::Request& request, uid_t caller, const std::string& peer);
 
  private:
   // Throws forbidden with `message`; unavailable while slurmctld cannot say

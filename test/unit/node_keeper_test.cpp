@@ -182,6 +182,22 @@ TEST_CASE("a heartbeat is taken from the node's NodeHostname, resolved", "[origi
                              "(NodeHostname: does not resolve: "));
 }
 
+TEST_CASE("a heartbeat is at hand when its origin is decided without a name lookup", "[origin]") {
+  KeeperRig k;
+  k.slurm.nodes.at("node3").address = "192.0.2.13";
+  k.slurm.nodes.at("node3").hostname = "localhost";
+  k.tick();
+  // Numeric NodeAddr: decided at once, taken or refused.
+  CHECK(k.keeper.heartbeat_at_hand("node1", kNode1Address));
+  CHECK(k.keeper.heartbeat_at_hand("node2", kNode1Address));
+  CHECK(k.keeper.heartbeat_at_hand("nodeY", kNode1Address));  // unknown: refused at once
+  // node3 from elsewhere than its NodeAddr: its NodeHostname must be
+  // looked up first, which a heartbeat answered on the io thread must not.
+  CHECK_FALSE(k.keeper.heartbeat_at_hand("node3", "127.0.0.1"));
+  CHECK(refusal(k, "node3", "127.0.0.1") == "taken");       // looked up, on a worker
+  CHECK(k.keeper.heartbeat_at_hand("node3", "127.0.0.1"));  // in the cache now
+}
+
 TEST_CASE("heartbeat_bind adds addresses and networks per node", "[origin]") {
   KeeperRig k;
   k.config.heartbeat_bind = {{"node[1-2]", "10.1.0.0", 16, false}, {"node3", "fd00::7", 128, true}};

@@ -416,6 +416,14 @@ TEST_CASE("each reply goes over the wire as it did and parses back", "[protocol]
                         R"("started_at":1700000000,"state":"failed"}]})");
   CHECK(back.heartbeats.at("node2") == 1.25);
   round_trip(proto::NodesReply{}, R"({"heartbeats":{},"replacements":[]})");
+  proto::NodesReply capped;
+  capped.heartbeats = {{"node1", 9.5}};
+  capped.heartbeats_left_out = 7;
+  CHECK(round_trip(capped, R"({"heartbeats":{"node1":9.5},"heartbeats_left_out":7,)"
+                           R"("replacements":[]})")
+            .heartbeats_left_out == 7);
+  CHECK(round_trip(proto::NodesRequest{{"node1", "node2"}}, R"({"nodes":["node1","node2"]})")
+            .nodes.size() == 2);
 }
 
 TEST_CASE("a reply names the field it finds wrong", "[protocol]") {

@@ -47,15 +47,16 @@ struct ServerRig {
   std::mutex outcomes_mutex;
   std::map<std::string, int> outcomes;
 
-  explicit ServerRig(const ConnectionLimits& limits = test_limits(),
-                     Server::Handler handler = echo) {
+  explicit ServerRig(const ConnectionLimits& limits = test_limits(), Server::Handler handler = echo,
+                     Server::Quick quick = {}) {
     server = std::make_unique<Server>(
         io, workers, Endpoint{"127.0.0.1", 0}, limits, munge, std::move(handler),
         [](uid_t uid) { return uid == 0; },
         [this](std::string_view outcome) {
           std::lock_guard lock(outcomes_mutex);
           ++outcomes[std::string(outcome)];
-        });
+        },
+        std::move(quick));
     server->start();
     thread = std::thread([this] { io.run(); });
   }

@@ -3,6 +3,7 @@
 
 #include "server/server.hpp"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <vector>
 
@@ -154,6 +155,35 @@ TEST_CASE("a session serves signed requests in order", "[server][session]") {
   CHECK(reply["id"] == 2);
   CHECK(reply["result"]["request"]["job_id"] == 12);
   CHECK(rig.realm->next == 2);  // one credential each way per session, none per request
+}
+
+TEST_CASE("a request the quick predicate names is answered on the io thread, others on a worker",
+          "[server][session]") {
+  std::atomic<std::thread::id> io_thread{};
+  const auto handler = [&io_thread](const ar::proto::Request& request, uid_t, const std::string&) {
+    return ar::proto::ok_reply(request.id,
+                               {{"on_io", std::this_thread::get_id() == io_thread.load()}});
+  };
+  const auto quick = [](const ar::proto::Request& request, uid_t caller, const std::string& peer) {
+    return request.op == "heartbeat" && caller == 0 && peer == "127.0.0.1";
+  };
+  ServerRig rig(ar::test::test_limits(), handler, quick);
+  io_thread = rig.thread.get_id();
+  Conn conn(rig.port());
+  conn.hello(rig, 0);
+  REQUIRE_FALSE(conn.keys.id.empty());
+  CHECK(conn.request("heartbeat", {{"node", "node1"}})["result"]["on_io"] == true);
+  CHECK(conn.request("status")["result"]["on_io"] == false);
+  CHECK(conn.request("heartbeat", {{"node", "node1"}})["result"]["on_io"] == true);
+  // Verified first all the same: a replayed heartbeat is refused, the
+  // connection closed.
+  const auto line = conn.sealed("heartbeat", {{"node", "node1"}});
+  conn.send_line(line);
+  const auto reply = conn.read_line();
+  CHECK(json::parse(
+            ar::session::open(reply, conn.keys, ar::session::Direction::reply).body)["ok"] == true);
+  CHECK_THAT(conn.ask(line), Catch::Contains("is not above"));
+  CHECK(conn.read_line() == "<closed>");
 }
 
 TEST_CASE("a tampered body is refused and the connection closed", "[server][session]") {

@@ -289,6 +289,50 @@ TEST_CASE("while slurmctld cannot say who SlurmUser is a refusal is unavailable 
   CHECK(outcome(rig.ask("nodes", json::object(), kSlurmUser)) == "ok");
 }
 
+TEST_CASE("nodes lists at most kMaxNodesListed heartbeats, those heard longest ago, or the named",
+          "[service]") {
+  ServiceRig rig;
+  const unsigned count = ar::proto::kMaxNodesListed + 100;
+  for (unsigned i = 1; i <= count; ++i) {
+    ar::slurm::NodeInfo n;
+    n.name = "hb" + std::to_string(i);
+    n.address = fmt::format("127.1.{}.{}", i / 250, i % 250 + 1);
+    rig.slurm.nodes[n.name] = n;
+  }
+  ar::NodeKeeper::NodeMap nodes;
+  const auto listed = rig.slurm.load_nodes();
+  for (const auto& n : listed) nodes[n.name] = &n;
+  rig.keeper->tick(nodes, {});
+  // hb1 heard first, hb600 last.
+  for (unsigned i = 1; i <= count; ++i) {
+    const auto& n = rig.slurm.nodes.at("hb" + std::to_string(i));
+    REQUIRE(outcome(rig.ask("heartbeat", {{"node", n.name}}, kRoot, n.address)) == "ok");
+    rig.clock.advance(10ms);
+  }
+  auto reply = rig.ask("nodes", json::object(), kRoot);
+  REQUIRE(outcome(reply) == "ok");
+  const auto& heard = reply["result"]["heartbeats"];
+  CHECK(heard.size() == ar::proto::kMaxNodesListed);
+  CHECK(heard.contains("hb1"));
+  CHECK(heard.contains("hb500"));
+  CHECK_FALSE(heard.contains("hb501"));
+  CHECK(reply["result"]["heartbeats_left_out"] == 100);
+  CHECK(reply.dump().size() < ar::proto::kMaxMessageBytes);
+  // Named: those alone, heard or not.
+  reply = rig.ask("nodes", {{"nodes", {"hb600", "node3"}}}, kRoot);
+  CHECK(reply["result"]["heartbeats"] == json{{"hb600", 0.01}});  // the clock moved on after it
+  CHECK_FALSE(reply["result"].contains("heartbeats_left_out"));
+  json many = json::array();
+  for (unsigned i = 1; i <= ar::proto::kMaxNodesListed + 1; ++i)
+    many.push_back("hb" + std::to_string(i));
+  reply = rig.ask("nodes", {{"nodes", many}}, kRoot);
+  CHECK(outcome(reply) == "bad_request");
+  CHECK(reply["error"]["message"] == "field 'nodes' has more than 500 items");
+  reply = rig.ask("nodes", {{"nodes", {"hb1", "no such;node"}}}, kRoot);
+  CHECK(outcome(reply) == "bad_request");
+  CHECK(reply["error"]["message"] == "field 'node': 'no such;node' is not a node name");
+}
+
 TEST_CASE("registering needs a job Slurm knows and a reachable slurmctld", "[service]") {
   ServiceRig rig;
   auto fields = ServiceRig::registration("r");

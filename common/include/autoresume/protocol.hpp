@@ -413,10 +413,16 @@ struct ReplaceReply {
   static ReplaceReply from_json(const json& result);
 };
 
-// `nodes`: replacements under way and node agents' heartbeats.
+// `nodes`: replacements under way and node agents' heartbeats: of the
+// nodes named (at most kMaxNodesListed; "nodes", left out when empty), or
+// of all, the kMaxNodesListed heard longest ago when more are heard (the
+// rest counted in "heartbeats_left_out"): a reply fits in a message at any
+// cluster's size.
+inline constexpr std::size_t kMaxNodesListed = 500;
 struct NodesRequest {
   static constexpr const char* kOp = "nodes";
   using Reply = NodesReply;
+  std::vector<std::string> nodes;  // node names; empty: all
   json to_json() const;
   static NodesRequest from_json(const json& body);
 };
@@ -435,6 +441,7 @@ struct NodesReply {
   };
   std::vector<Replacement> replacements;
   std::map<std::string, double> heartbeats;  // node -> seconds since its last heartbeat
+  std::uint32_t heartbeats_left_out = 0;     // heard, not listed (left out of the JSON when 0)
 
   json to_json() const;
   static NodesReply from_json(const json& result);
