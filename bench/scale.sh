@@ -12,20 +12,27 @@
 #   - the time from node3's death (its slurmd and agent SIGKILLed) until
 #     the controller marks it FAIL for its silence (the goal:
 #     heartbeat_timeout + 2 s).
-# Side by side, the same with no load (N = 0) first; the last line is the
-# ratio of the time to mark node3 at the largest N to that with no load.
+# Side by side, the same with no load (N = 0) first. Then, with the largest
+# N beating, what the controller costs slurmctld (sdiag's RPC statistics
+# over --sdiag-window seconds): idle, beside `squeue` and `sinfo` every 10 s
+# run as another user in the same window, and during a repair (a protected
+# 2-node step whose node2 is killed, resumed on node3). The last line is
+# the ratio of the time to mark node3 at the largest N to that with no
+# load.
 #   bench/scale.sh [--counts 'N...'] [--window S] [--interval S]
-#                  [--threads T]
-# Defaults: counts '1000 10000', a 60 s window, interval 2 s, 4 threads.
+#                  [--threads T] [--sdiag-window S]
+# Defaults: counts '1000 10000', a 60 s window, interval 2 s, 4 threads,
+# sdiag windows of 300 s.
 set -euo pipefail
-counts='1000 10000' window=60 interval=2 threads=4
+counts='1000 10000' window=60 interval=2 threads=4 sdiag_window=300
 while (($#)); do
   case $1 in
     --counts) counts=$2; shift ;;
     --window) window=$2; shift ;;
+    --sdiag-window) sdiag_window=$2; shift ;;
     --interval) interval=$2; shift ;;
     --threads) threads=$2; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scale: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -37,6 +44,7 @@ for n in $counts; do
 done
 [[ -n $counts ]] || bad "--counts is empty"
 [[ $window =~ ^[1-9][0-9]*$ ]] || bad "--window '$window' is not a whole number of seconds"
+[[ $sdiag_window =~ ^[1-9][0-9]*$ ]] || bad "--sdiag-window '$sdiag_window' is not a whole number of seconds"
 [[ $interval =~ ^[0-9]+([.][0-9]+)?$ ]] || bad "--interval '$interval' is not a number of seconds"
 [[ $threads =~ ^[1-9][0-9]*$ ]] || bad "--threads '$threads' is not a positive number"
 # shellcheck source=bench/lib.sh
@@ -70,7 +78,9 @@ ticks_per_s=$(getconf CLK_TCK)
 # marked: node3 is marked FAIL for its silence.
 marked() { scontrol -o show node node3 | grep -q 'Reason=Action:Replace heartbeat: no heartbeat'; }
 # mark_time: kills node3 (its slurmd, steps and agent) and prints the
-# seconds until the controller marks it; then brings it back.
+# seconds until the controller marks it; then waits until it is back (the
+# controller has the local provider replace a marked node: its slurmd and
+# agent start again) and heard.
 mark_time() {
   local start deadline=$((SECONDS + timeout + 60))
   start=$(now)
@@ -81,33 +91,37 @@ mark_time() {
     sleep 0.1
   done
   since "$start"
-  # (slurmd and the agent it starts keep no descriptor of this script's)
-  "$cluster_cmd" restart-node "$dir/c" node3 >"$dir/restart.log" 2>&1 ||
-    fail "restart-node failed: $(tail -n 5 "$dir/restart.log")"
-  scontrol update nodename=node3 state=resume
   back3() {
     [[ $(sinfo -h -n node3 -o %T) == idle ]] &&
-      "$build/cli/auto-resume" nodes 2>/dev/null | awk '$1 == "node3:" && $4 < 3 {ok = 1} END {exit !ok}'
+      "$build/cli/auto-resume" nodes node3 2>/dev/null | awk '$1 == "node3:" && $4 < 3 {ok = 1} END {exit !ok}'
   }
-  deadline=$((SECONDS + 60))
+  deadline=$((SECONDS + 120))
   until back3; do
-    ((SECONDS < deadline)) || fail "node3 not idle with its agent heard again within 60 s: $(scontrol -o show node node3)"
+    ((SECONDS < deadline)) || fail "node3 not replaced, idle and heard again within 120 s of its mark: $(scontrol -o show node node3)"
     sleep 0.2
   done
 }
 
 machine
 echo "scale: 3 nodes with slurmd and agent, $max more declared; heartbeats every $interval s, heartbeat_timeout $timeout s, window $window s"
+# stop_load N: stops the load generator of N nodes (they say goodbye) and
+# sets result to its summary line.
+stop_load() {
+  kill -TERM "$load_pid"
+  wait "$load_pid" || true
+  load_pid=""
+  result=$(grep '^heartbeats:' "$dir/load-$1.txt") || fail "no summary from ar-heartbeat-load: $(tail -n 5 "$dir/load-$1.txt")"
+}
 base_mark=""
 for n in 0 $counts; do
   result=""
   if ((n > 0)); then
     # The sessions open over the first interval or two; the window starts
     # after that.
-    warmup=$(awk -v i="$interval" -v n="$n" 'BEGIN {w = 2 * i + n / 2000; printf "%.0f", w < 3 ? 3 : w}')
+    warmup=$(awk -v i="$interval" -v n="$n" 'BEGIN {w = 2 * i + n / 500; printf "%.0f", w < 3 ? 3 : w}')
     "$load" --controller "$AUTO_RESUME_CONTROLLER" --munge-socket "$AUTO_RESUME_MUNGE_SOCKET" \
       --prefix hb --count "$n" --interval "$interval" --threads "$threads" \
-      --warmup "$warmup" --seconds $((warmup + window + timeout + 30)) >"$dir/load-$n.txt" 2>&1 &
+      --warmup "$warmup" --seconds 86400 >"$dir/load-$n.txt" 2>&1 &
     load_pid=$!
     sleep "$warmup"
   fi
@@ -116,15 +130,78 @@ for n in 0 $counts; do
   cpu=$(awk -v a="$before" -v b="$(cpu_ticks)" -v t="$ticks_per_s" -v w="$window" 'BEGIN {printf "%.1f", 100 * (b - a) / t / w}')
   rss=$(rss_mib)
   mark=$(mark_time)
-  if ((n > 0)); then
-    kill -TERM "$load_pid"
-    wait "$load_pid" || true
-    load_pid=""
-    result=$(grep '^heartbeats:' "$dir/load-$n.txt") || fail "no summary from ar-heartbeat-load: $(tail -n 5 "$dir/load-$n.txt")"
-  fi
+  ((n == 0 || n == max)) || stop_load "$n"
   printf '%6d nodes: controller CPU %5s %% of a core, RSS %4s MiB; node3 marked %5s s after its death%s\n' \
     "$n" "$cpu" "$rss" "$mark" "${result:+; $result}"
   [[ -n $base_mark ]] || base_mark=$mark
   last_mark=$mark
 done
+
+# What the controller costs slurmctld, with the largest N beating. The
+# controller runs as root; nothing else asks slurmctld as root in a window
+# (the benchmark only sleeps and reads files), and squeue and sinfo run as
+# nobody.
+# sdiag_user SNAPSHOT USER: "COUNT TOTAL_MS" of the user's RPCs in an sdiag
+# output; root's without the benchmark's own sdiag (REQUEST_STATS_INFO).
+sdiag_user() {
+  awk -v u="$2" '
+    function field(name,   i) { for (i = 2; i <= NF; i++) if (index($i, name ":") == 1) return substr($i, length(name) + 2); return 0 }
+    /by message type/ {part = "type"; next} /by user/ {part = "user"; next} /^[A-Z]/ {part = ""}
+    part == "type" && $1 == "REQUEST_STATS_INFO" {sc = field("count"); st = field("total_time")}
+    part == "user" && $1 == u {c = field("count"); t = field("total_time")}
+    END {if (u == "root") {c -= sc; t -= st}; printf "%d %.1f\n", c, t / 1000}' <<<"$1"
+}
+# sdiag_types SNAPSHOT: each message type's count and total time, one line
+# (the benchmark's own sdiag left out).
+sdiag_types() {
+  awk '
+    function field(name,   i) { for (i = 2; i <= NF; i++) if (index($i, name ":") == 1) return substr($i, length(name) + 2); return 0 }
+    /by message type/ {on = 1; next} /^[A-Z]/ {on = 0}
+    on && NF >= 4 && $1 != "REQUEST_STATS_INFO" {printf "%s%s %d (%.1f ms)", sep, $1, field("count"), field("total_time") / 1000; sep = ", "}
+    END {print ""}' <<<"$1"
+}
+sdiag -r >/dev/null
+runuser -u nobody -- bash -c "end=\$((SECONDS + $sdiag_window)); while ((SECONDS < end)); do squeue >/dev/null; sinfo >/dev/null; sleep 10; done" &
+lookers=$!
+sleep "$sdiag_window"
+wait "$lookers" || true
+snapshot=$(sdiag)
+read -r idle_count idle_ms < <(sdiag_user "$snapshot" root)
+read -r look_count look_ms < <(sdiag_user "$snapshot" nobody)
+idle_types=$(sdiag_types "$snapshot")
+echo "slurmctld, $sdiag_window s at $max nodes, idle: the controller (root) $idle_count RPCs, $idle_ms ms; squeue and sinfo every 10 s (nobody) $look_count RPCs, $look_ms ms; by type, both: $idle_types"
+
+# A repair: a protected 2-node step on node[1-2], node2 killed, the step
+# resumed on node[1,3].
+cat >"$dir/step.sh" <<'SCRIPT'
+#!/bin/bash
+echo "running attempt=$AUTO_RESUME_ATTEMPT node=$SLURMD_NODENAME"
+exec sleep 100000
+SCRIPT
+chmod +x "$dir/step.sh"
+out=$dir/repair.out
+job=$(sbatch --parsable -N2 -w 'node[1-2]' -o "$out" --wrap "srun --auto-resume=1 $dir/step.sh")
+running() { [[ $(grep -c "^running attempt=$1 " "$out" 2>/dev/null) == 2 ]]; }
+deadline=$((SECONDS + 60))
+until running 0; do
+  ((SECONDS < deadline)) || fail "job $job did not start within 60 s"
+  sleep 0.2
+done
+sdiag -r >/dev/null
+start=$(now)
+"$cluster_cmd" kill-node "$dir/c" node2 >"$dir/kill.log" 2>&1 || fail "kill-node failed: $(tail -n 5 "$dir/kill.log")"
+end=$((SECONDS + sdiag_window))
+until running 1; do
+  ((SECONDS < end + 60)) || fail "job $job not running again within $((sdiag_window + 60)) s of node2's death"
+  sleep 0.2
+done
+resumed=$(since "$start")
+((SECONDS >= end)) || sleep $((end - SECONDS))
+snapshot=$(sdiag)
+read -r repair_count repair_ms < <(sdiag_user "$snapshot" root)
+repair_types=$(sdiag_types "$snapshot")
+scancel "$job"
+echo "slurmctld, $sdiag_window s at $max nodes, a repair (running again after $resumed s): the controller and the step's srun (root) $repair_count RPCs, $repair_ms ms; by type: $repair_types"
+stop_load "$max"
+printf '%6d nodes: %s\n' "$max" "$result"
 echo "node3 marked at $max nodes / at 0: $last_mark s / $base_mark s = x$(awk -v a="$last_mark" -v b="$base_mark" 'BEGIN {printf "%.2f", a / b}')"

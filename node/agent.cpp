@@ -46,10 +46,10 @@
 
 #include "autoresume/client.hpp"
 #include "autoresume/connect.hpp"
+#include "autoresume/cross_check.hpp"
 #include "autoresume/health.hpp"
 #include "autoresume/health_dcgm.hpp"
 #include "autoresume/keyvalue.hpp"
-#include "autoresume/probe.hpp"
 #include "autoresume/process.hpp"
 #include "autoresume/progress.hpp"
 #include "autoresume/progress_files.hpp"
@@ -347,26 +347,11 @@ int send_heartbeats(const Options& options, const ar::Endpoint& endpoint,
       beat.checked = checks.result();
     }
     auto reply = client->send(beat);
-    if (!stopping) checks.on_ask(reply.check);
+    if (stopping) return;
+    checks.on_ask(reply.check);
     // Cross-checks: the nodes the controller cannot reach are probed from
-    // here, and what was found goes back at once (a few rounds at most).
-    for (int round = 0; round < 3 && !stopping && !reply.probe.empty(); ++round) {
-      ar::proto::HeartbeatRequest found{options.node, false, {}};
-      found.interval_ms = beat.interval_ms;
-      for (const bool deep : {false, true}) {
-        std::vector<ar::ProbeTarget> targets;
-        std::vector<std::string> names;
-        for (const auto& p : reply.probe)
-          if (p.deep == deep) {
-            targets.push_back({p.address, p.port});
-            names.push_back(p.node);
-          }
-        const auto results = ar::probe_all(targets, std::chrono::milliseconds{1000},
-                                           deep ? ar::ProbeDepth::deep : ar::ProbeDepth::connect);
-        for (std::size_t i = 0; i < targets.size(); ++i) found.peers[names[i]] = results[i];
-      }
-      reply = client->send(found);
-    }
+    // here, and what was found goes back at once.
+    ar::answer_cross_checks(*client, options.node, beat.interval_ms, std::move(reply));
   };
   std::string last_error;
   for (;;) {
