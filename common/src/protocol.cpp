@@ -89,14 +89,19 @@ std::vector<std::string> get_string_list(const json& body, const char* field,
   return out;
 }
 
-// A node name as slurm.conf spells one.
-std::string get_node_name(const json& body, const char* field) {
-  auto node = get_string(body, field, kMaxNodeNameBytes);
-  if (node.empty() || !std::ranges::all_of(node, [](unsigned char c) {
+// `node`, the value of `field`, if it is a node name as slurm.conf spells
+// one.
+std::string node_name(std::string node, const char* field) {
+  if (node.empty() || node.size() > kMaxNodeNameBytes ||
+      !std::ranges::all_of(node, [](unsigned char c) {
         return std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.';
       }))
     bad(named(field) + ": '" + node + "' is not a node name");
   return node;
+}
+
+std::string get_node_name(const json& body, const char* field) {
+  return node_name(get_string(body, field, kMaxNodeNameBytes), field);
 }
 
 // A node group's name, as its file's name gives it (groups.hpp).
@@ -703,10 +708,8 @@ json NodesRequest::to_json() const {
 NodesRequest NodesRequest::from_json(const json& body) {
   NodesRequest request;
   if (!body.contains("nodes")) return request;
-  for (const auto& node : get_string_list(body, "nodes", kMaxNodesListed)) {
-    const json item{{"node", node}};
-    request.nodes.push_back(get_node_name(item, "node"));
-  }
+  for (auto& node : get_string_list(body, "nodes", kMaxNodesListed))
+    request.nodes.push_back(node_name(std::move(node), "node"));
   return request;
 }
 
@@ -738,13 +741,13 @@ NodesReply NodesReply::from_json(const json& result) {
   reply.replacements = get_items<Replacement>(body, "replacements");
   const auto& heard = required(body, "heartbeats");
   if (!heard.is_object()) bad("field 'heartbeats' must be an object, got " + shown(heard));
+  if (heard.size() > kMaxNodesListed)
+    bad("field 'heartbeats' has more than " + std::to_string(kMaxNodesListed) + " nodes");
   for (const auto& [node, age] : heard.items()) {
     if (!age.is_number())
       bad("field 'heartbeats': '" + node + "' must be a number of seconds, got " + shown(age));
     reply.heartbeats[node] = age.get<double>();
   }
-  if (heard.size() > kMaxNodesListed)
-    bad("field 'heartbeats' has more than " + std::to_string(kMaxNodesListed) + " nodes");
   reply.heartbeats_left_out = get_u32(body, "heartbeats_left_out", 0);
   return reply;
 }
