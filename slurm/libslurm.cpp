@@ -7,6 +7,29 @@ namespace ar::slurm {
 
 std::optional<JobInfo> LibSlurm::load_job(std::uint32_t job_id) { return slurm::load_job(job_id); }
 
+bool LibSlurm::Bulk::wanted(std::size_t key, std::size_t asked) {
+  if (asked <= kOneByOne) return false;
+  // Learned again now and then: a list that was long may be short now.
+  if (++rounds_ % kRelearn == 0) listed_.clear();
+  const auto it = listed_.find(key);
+  return it == listed_.end() || it->second <= kPerAsked * asked;
+}
+
+std::map<std::uint32_t, JobInfo> LibSlurm::load_jobs(const std::set<std::uint32_t>& ids,
+                                                     uid_t owner) {
+  std::lock_guard lock(bulk_mutex_);
+  std::map<std::uint32_t, JobInfo> out;
+  if (job_lists_.wanted(owner, ids.size())) {
+    std::size_t listed = 0;
+    out = slurm::load_user_jobs(ids, owner, listed);
+    job_lists_.listed_[owner] = listed;
+    return out;
+  }
+  for (const auto id : ids)
+    if (auto job = slurm::load_job(id)) out.emplace(id, std::move(*job));
+  return out;
+}
+
 uid_t LibSlurm::slurm_user_uid() { return slurm::slurm_user_uid(); }
 
 const std::vector<NodeInfo>& LibSlurm::load_nodes() { return watcher_.load(); }
@@ -63,6 +86,21 @@ std::optional<std::string> LibSlurm::step_nodes(std::uint32_t job_id, std::uint3
 
 bool LibSlurm::step_exists(std::uint32_t job_id, std::uint32_t step_id) {
   return slurm::step_exists(job_id, step_id);
+}
+
+std::set<std::pair<std::uint32_t, std::uint32_t>> LibSlurm::listed_steps(
+    const std::set<std::pair<std::uint32_t, std::uint32_t>>& asked) {
+  std::lock_guard lock(bulk_mutex_);
+  if (step_lists_.wanted(0, asked.size())) {
+    std::size_t listed = 0;
+    auto out = slurm::all_steps_listed(asked, listed);
+    step_lists_.listed_[0] = listed;
+    return out;
+  }
+  std::set<std::pair<std::uint32_t, std::uint32_t>> out;
+  for (const auto& [job, step] : asked)
+    if (slurm::step_exists(job, step)) out.emplace(job, step);
+  return out;
 }
 
 void LibSlurm::kill_step(std::uint32_t job_id, std::uint32_t step_id) {

@@ -5,7 +5,10 @@
 // Call slurm::init() once before using it.
 
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 #include "slurm_adapter.hpp"
 #include "slurm_api.hpp"
@@ -24,6 +27,8 @@ class LibSlurm final : public SlurmApi {
   explicit LibSlurm(std::filesystem::path submit_program)
       : submit_program_(std::move(submit_program)) {}
   std::optional<JobInfo> load_job(std::uint32_t job_id) override;
+  std::map<std::uint32_t, JobInfo> load_jobs(const std::set<std::uint32_t>& ids,
+                                             uid_t owner) override;
   uid_t slurm_user_uid() override;
   const std::vector<NodeInfo>& load_nodes() override;
   std::optional<NodeInfo> load_node(const std::string& name) override;
@@ -42,6 +47,8 @@ class LibSlurm final : public SlurmApi {
   void shrink_job(std::uint32_t job_id, const std::string& nodelist) override;
   std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) override;
   bool step_exists(std::uint32_t job_id, std::uint32_t step_id) override;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> listed_steps(
+      const std::set<std::pair<std::uint32_t, std::uint32_t>>& asked) override;
   void kill_step(std::uint32_t job_id, std::uint32_t step_id) override;
   void signal_step(std::uint32_t job_id, std::uint32_t step_id, int signal) override;
   std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,
@@ -57,6 +64,27 @@ class LibSlurm final : public SlurmApi {
   void cancel_job(std::uint32_t job_id) override;
 
  private:
+  // Whether many jobs (steps) are read in one call (of the owner's jobs;
+  // of every step) or one at a time. A read costs slurmctld a few
+  // milliseconds whatever it packs (the credential, the locks), so one
+  // call for many is cheaper, unless it packs far more than was asked (a
+  // user with 50,000 array tasks): the last such list's length decides,
+  // learned again every kRelearn rounds.
+  class Bulk {
+   public:
+    bool wanted(std::size_t key, std::size_t asked);
+    std::map<std::size_t, std::size_t> listed_;  // key -> records in its last list
+
+   private:
+    static constexpr std::size_t kOneByOne = 4;
+    static constexpr std::size_t kPerAsked = 50;
+    static constexpr std::size_t kRelearn = 120;
+    std::size_t rounds_ = 0;
+  };
+  std::mutex bulk_mutex_;
+  Bulk job_lists_;   // by owner
+  Bulk step_lists_;  // key 0
+
   std::filesystem::path submit_program_;
   NodeWatcher watcher_;  // load_nodes' (the engine thread's)
 };

@@ -63,15 +63,9 @@ void init() { slurm_init(nullptr); }
 // RPC per read. The controller repairs this cluster's jobs only.
 constexpr std::uint16_t kJobShow = SHOW_ALL | SHOW_LOCAL;
 
-std::optional<JobInfo> load_job(std::uint32_t job_id) {
-  job_info_msg_t* msg = nullptr;
-  if (slurm_load_job(&msg, job_id, kJobShow) != SLURM_SUCCESS) {
-    if (slurm_get_errno() == ESLURM_INVALID_JOB_ID) return std::nullopt;
-    fail("cannot load job " + std::to_string(job_id));
-  }
-  std::unique_ptr<job_info_msg_t, decltype(&free_jobs)> owner(msg, &free_jobs);
-  if (msg == nullptr || msg->record_count == 0) return std::nullopt;
-  const auto& j = msg->job_array[0];
+namespace {
+
+JobInfo job_info(const slurm_job_info_t& j) {
   JobInfo info;
   info.job_id = j.job_id;
   info.uid = j.user_id;
@@ -106,6 +100,33 @@ std::optional<JobInfo> load_job(std::uint32_t job_id) {
   info.memory_per_node = j.pn_min_memory;
   info.heterogeneous = j.het_job_id != 0 && j.het_job_id != NO_VAL;
   return info;
+}
+
+}  // namespace
+
+std::optional<JobInfo> load_job(std::uint32_t job_id) {
+  job_info_msg_t* msg = nullptr;
+  if (slurm_load_job(&msg, job_id, kJobShow) != SLURM_SUCCESS) {
+    if (slurm_get_errno() == ESLURM_INVALID_JOB_ID) return std::nullopt;
+    fail("cannot load job " + std::to_string(job_id));
+  }
+  std::unique_ptr<job_info_msg_t, decltype(&free_jobs)> owner(msg, &free_jobs);
+  if (msg == nullptr || msg->record_count == 0) return std::nullopt;
+  return job_info(msg->job_array[0]);
+}
+
+std::map<std::uint32_t, JobInfo> load_user_jobs(const std::set<std::uint32_t>& ids, uid_t owner,
+                                                std::size_t& listed) {
+  std::map<std::uint32_t, JobInfo> out;
+  job_info_msg_t* msg = nullptr;
+  if (slurm_load_job_user(&msg, owner, kJobShow) != SLURM_SUCCESS)
+    fail("cannot load the jobs of uid " + std::to_string(owner));
+  std::unique_ptr<job_info_msg_t, decltype(&free_jobs)> held(msg, &free_jobs);
+  listed = msg == nullptr ? 0 : msg->record_count;
+  for (std::uint32_t i = 0; msg != nullptr && i < msg->record_count; ++i)
+    if (ids.contains(msg->job_array[i].job_id))
+      out.emplace(msg->job_array[i].job_id, job_info(msg->job_array[i]));
+  return out;
 }
 
 uid_t slurm_user_uid() {
@@ -313,6 +334,21 @@ std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_i
 
 bool step_exists(std::uint32_t job_id, std::uint32_t step_id) {
   return find_step(job_id, step_id).has_value();
+}
+
+std::set<std::pair<std::uint32_t, std::uint32_t>> all_steps_listed(
+    const std::set<std::pair<std::uint32_t, std::uint32_t>>& asked, std::size_t& listed) {
+  std::set<std::pair<std::uint32_t, std::uint32_t>> out;
+  job_step_info_response_msg_t* msg = nullptr;
+  if (slurm_get_job_steps(0, NO_VAL, NO_VAL, &msg, kJobShow) != SLURM_SUCCESS)
+    fail("cannot load the steps");
+  listed = msg == nullptr ? 0 : msg->job_step_count;
+  for (std::uint32_t i = 0; msg != nullptr && i < msg->job_step_count; ++i) {
+    const std::pair key{msg->job_steps[i].step_id.job_id, msg->job_steps[i].step_id.step_id};
+    if (asked.contains(key)) out.insert(key);
+  }
+  free_steps(msg);
+  return out;
 }
 
 void kill_step(std::uint32_t job_id, std::uint32_t step_id) {

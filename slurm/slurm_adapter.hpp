@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "expand_helper.hpp"
@@ -30,6 +32,10 @@ void init();
 // The job as slurmctld knows it, or nothing if it does not (anymore).
 // Throws SlurmError when slurmctld cannot be asked.
 std::optional<JobInfo> load_job(std::uint32_t job_id);
+// Those of `ids` among the jobs of uid `owner`, in one call; `listed`:
+// how many jobs the owner has in all.
+std::map<std::uint32_t, JobInfo> load_user_jobs(const std::set<std::uint32_t>& ids, uid_t owner,
+                                                std::size_t& listed);
 
 // The uid of SlurmUser from slurmctld's configuration.
 uid_t slurm_user_uid();
@@ -73,6 +79,10 @@ void shrink_job(std::uint32_t job_id, const std::string& nodelist);
 std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id);
 // Whether step job.step still exists (running or cleaning up).
 bool step_exists(std::uint32_t job_id, std::uint32_t step_id);
+// Those of `asked` (job, step) that still exist, from one list of every
+// step; `listed`: how many steps slurmctld has in all.
+std::set<std::pair<std::uint32_t, std::uint32_t>> all_steps_listed(
+    const std::set<std::pair<std::uint32_t, std::uint32_t>>& asked, std::size_t& listed);
 // SIGKILLs a step; a step already gone is not an error.
 void kill_step(std::uint32_t job_id, std::uint32_t step_id);
 void signal_step(std::uint32_t job_id, std::uint32_t step_id, int signal);

@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ar::slurm {
@@ -105,6 +107,11 @@ class SlurmApi {
   // The job as slurmctld knows it, or nothing if it does not (anymore).
   // Throws SlurmError when slurmctld cannot be asked.
   virtual std::optional<JobInfo> load_job(std::uint32_t job_id) = 0;
+  // The jobs of `ids` that slurmctld knows (those it does not are left
+  // out), all of them uid `owner`'s: a few one at a time, more in one call
+  // for the owner's jobs (never another user's queue).
+  virtual std::map<std::uint32_t, JobInfo> load_jobs(const std::set<std::uint32_t>& ids,
+                                                     uid_t owner) = 0;
   // The uid of SlurmUser from slurmctld's configuration.
   virtual uid_t slurm_user_uid() = 0;
 
@@ -146,6 +153,10 @@ class SlurmApi {
   virtual std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) = 0;
   // Whether step job.step still exists (running or cleaning up).
   virtual bool step_exists(std::uint32_t job_id, std::uint32_t step_id) = 0;
+  // Those of `asked` (job, step) that still exist: a few asked one at a
+  // time, more in one call for every step.
+  virtual std::set<std::pair<std::uint32_t, std::uint32_t>> listed_steps(
+      const std::set<std::pair<std::uint32_t, std::uint32_t>>& asked) = 0;
   // SIGKILLs a step; a step already gone is not an error.
   virtual void kill_step(std::uint32_t job_id, std::uint32_t step_id) = 0;
   // Sends `signal` to every task of a step; a step already gone is not an

@@ -56,7 +56,8 @@ constexpr std::string_view kKnownKeys =
     "listen, metrics_listen, notify_command, state_dir, provider, max_attempts, attempt_window, "
     "healthy_after, hang_first_beat_timeout, hang_timeout_floor, hang_signal_grace, "
     "max_hang_restarts, failure_check, failure_check_timeout, munge_socket, "
-    "backoff, probe_interval, probe_failures, probe_max_silent_percent, end_window, "
+    "backoff, probe_interval, slurm_read_interval, probe_failures, probe_max_silent_percent, "
+    "end_window, "
     "repair_timeout, min_time_left, local_restart_command, "
     "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
     "heartbeat_max_silent_percent, heartbeat_bind, spares, register_timeout, retention, "
@@ -305,6 +306,9 @@ void apply(DaemonConfig& config, const std::string& key, const std::string& valu
                                   : parse_seconds(key, value, DaemonConfig::kMaxBackoff);
   } else if (key == "probe_interval") {
     config.probe_interval = parse_seconds(key, value, std::chrono::seconds{60});
+  } else if (key == "slurm_read_interval") {
+    config.slurm_read_interval = value == "0" ? std::chrono::milliseconds{0}
+                                              : parse_seconds(key, value, std::chrono::seconds{60});
   } else if (key == "probe_failures") {
     config.probe_failures = static_cast<unsigned>(parse_uint(key, value, 0, 100));
   } else if (key == "probe_max_silent_percent") {
@@ -459,6 +463,7 @@ std::string render(const DaemonConfig& config) {
       << "failure_check_timeout=" << seconds_text(config.failure_check_timeout) << "\n"
       << "backoff=" << seconds_text(config.backoff) << "\n"
       << "probe_interval=" << seconds_text(config.probe_interval) << "\n"
+      << "slurm_read_interval=" << seconds_text(config.slurm_read_interval) << "\n"
       << "probe_failures=" << config.probe_failures << "\n"
       << "probe_max_silent_percent=" << config.probe_max_silent_percent << "\n"
       << "end_window=" << seconds_text(config.end_window) << "\n"

@@ -164,7 +164,8 @@ std::map<std::string, double> NodeKeeper::heartbeat_ages() {
 }
 
 bool NodeKeeper::collect_late(const NodeMap& nodes, std::vector<std::string>& late,
-                              std::vector<std::string>& silent, std::size_t& heard) {
+                              std::vector<std::string>& armed, std::vector<std::string>& silent,
+                              std::size_t& heard) {
   const auto now = clock_.now();
   const auto gap = last_tick_ == Steady::time_point{} ? Steady::duration{} : now - last_tick_;
   last_tick_ = now;
@@ -204,32 +205,52 @@ bool NodeKeeper::collect_late(const NodeMap& nodes, std::vector<std::string>& la
   // crowd shows before the first deadline runs out, however the agents'
   // intervals happen to be spread.
   heard = heard_.size();
+  const auto armed_after = [&](const Heard& entry) {
+    // Not while the node's own beats are fresh (a short timeout), and at
+    // the deadline at the latest.
+    return std::min<Steady::duration>(
+        config_.heartbeat_timeout,
+        std::max<Steady::duration>(config_.heartbeat_timeout - arm_lead(config_.heartbeat_timeout),
+                                   fresh_for(entry)));
+  };
   for (const auto& [node, last] : heard_) {
     if (now - last.at <= config_.heartbeat_timeout / 2) continue;
     const auto it = nodes.find(node);
     if (it == nodes.end() || it->second->fail || it->second->down) continue;  // out already
     late.push_back(node);
+    if (now - last.at > armed_after(last)) armed.push_back(node);
     if (now - last.at > config_.heartbeat_timeout) silent.push_back(node);
   }
   return true;
 }
 
+std::optional<double> NodeKeeper::silence_of(const std::string& node) {
+  std::lock_guard lock(mutex_);
+  const auto it = heard_.find(node);
+  if (it == heard_.end()) return std::nullopt;
+  return as_seconds(clock_.now() - it->second.at);
+}
+
 void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
   if (config_.heartbeat_timeout.count() == 0) return;
   std::vector<std::string> late;
+  std::vector<std::string> armed;
   std::vector<std::string> silent;
   std::size_t heard = 0;
-  if (!collect_late(nodes, late, silent, heard)) return;
+  if (!collect_late(nodes, late, armed, silent, heard)) return;
   const auto is_silent = [&](const std::string& n) {
     return std::ranges::find(silent, n) != silent.end();
   };
+  const auto is_armed = [&](const std::string& n) {
+    return std::ranges::find(armed, n) != armed.end();
+  };
   std::erase_if(late_said_, [&](const std::string& n) { return !is_silent(n); });
   gate_.settle("heartbeat", {silent.begin(), silent.end()});
-  std::erase_if(probed_, [&](const auto& entry) { return !is_silent(entry.first); });
+  std::erase_if(probed_, [&](const auto& entry) { return !is_armed(entry.first); });
   for (auto it = cross_checking_.begin(); it != cross_checking_.end();) {
     // A mark under way (or in) makes the node FAIL, so no longer silent:
     // it is taken by settle_cross_checks.
-    if (is_silent(it->first) || writes_.has("mark " + it->first)) {
+    if (is_armed(it->first) || writes_.has("mark " + it->first)) {
       ++it;
       continue;
     }
@@ -249,28 +270,34 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
     return;
   }
   if (late.empty()) crowd_said_ = false;
-  // A direct look at each silent node's slurmd, at most once per timeout
-  // while it stays silent and answers (each look is an error line in
-  // slurmd's log); not at nodes being replaced.
+  // A direct look at each armed node's slurmd (arm_lead before its
+  // deadline), again once it is silent if that look found slurmd
+  // answering, then at most once per timeout while it stays silent and
+  // answers (each look is an error line in slurmd's log); not at nodes
+  // being replaced.
   const auto now = clock_.now();
-  std::erase_if(silent, [&](const std::string& node) {
+  const auto all_armed = armed;
+  std::erase_if(armed, [&](const std::string& node) {
+    if (cross_checking_.contains(node) || store_.node_repair(node)) return true;
     const auto it = probed_.find(node);
-    return (it != probed_.end() && now - it->second < config_.heartbeat_timeout) ||
-           cross_checking_.contains(node) || store_.node_repair(node);
+    if (it == probed_.end()) return false;
+    if (it->second.early && is_silent(node)) return false;
+    return now - it->second.at < config_.heartbeat_timeout;
   });
   // One round at a time; a node left out is looked at by the next.
-  if (!silent.empty() && !deep_probes_.has(kDeepProbe)) mark_silent(std::move(silent), nodes);
-  take_deep_probe();
+  if (!armed.empty() && !deep_probes_.has(kDeepProbe)) mark_silent(std::move(armed), silent, nodes);
+  take_deep_probe(all_armed);
 }
 
-void NodeKeeper::mark_silent(std::vector<std::string> silent, const NodeMap& nodes) {
+void NodeKeeper::mark_silent(std::vector<std::string> armed, const std::vector<std::string>& silent,
+                             const NodeMap& nodes) {
   DeepRound round;
-  for (const auto& node : silent) {
+  for (const auto& node : armed) {
     const auto& info = *nodes.at(node);
     round.targets.push_back({info.address, info.port});
-    probed_[node] = clock_.now();
+    probed_[node] = {clock_.now(), std::ranges::find(silent, node) == silent.end()};
   }
-  round.silent = std::move(silent);
+  round.silent = std::move(armed);
   // On a thread of its own (1 s at most): taken at a later look.
   deep_probes_.run(kDeepProbe, [this, round = std::move(round)]() mutable {
     round.results = prober_.probe(round.targets, milliseconds{1000}, ProbeDepth::deep);
@@ -278,23 +305,20 @@ void NodeKeeper::mark_silent(std::vector<std::string> silent, const NodeMap& nod
   });
 }
 
-void NodeKeeper::take_deep_probe() {
+void NodeKeeper::take_deep_probe(const std::vector<std::string>& armed) {
   if (auto outcome = deep_probes_.take(kDeepProbe)) {
     const auto round = outcome->get();
     for (std::size_t i = 0; i < round.silent.size(); ++i) {
       const auto& node = round.silent[i];
-      double age = 0;
-      {
-        std::lock_guard lock(mutex_);
-        const auto it = heard_.find(node);
-        if (it == heard_.end()) continue;  // said goodbye meanwhile
-        age = as_seconds(clock_.now() - it->second.at);
-      }
-      if (age * 1000 <= static_cast<double>(config_.heartbeat_timeout.count()))
-        continue;                                                 // heard again during the probe
-      if (round.results.at(i) == ProbeResult::unknown) continue;  // the prober's own failure
+      const auto silence = silence_of(node);
+      if (!silence) continue;  // said goodbye meanwhile
+      const auto age = *silence;
+      const auto timeout = as_seconds(config_.heartbeat_timeout);
+      if (std::ranges::find(armed, node) == armed.end()) continue;  // heard again meanwhile
+      if (round.results.at(i) == ProbeResult::unknown) continue;    // the prober's own failure
       if (round.results.at(i) == ProbeResult::answered) {
-        if (late_said_.insert(node).second)
+        // Before the deadline: looked at again once it is silent.
+        if (age > timeout && late_said_.insert(node).second)
           store_.add_node_event(
               node, {EventKind::heartbeat_late,
                      fmt::format("no heartbeat from {} for {:.0f} s, but its slurmd answers: not "
@@ -302,6 +326,8 @@ void NodeKeeper::take_deep_probe() {
                                  node, age)});
         continue;
       }
+      if (const auto it = probed_.find(node); it != probed_.end())
+        it->second.early = false;  // not looked at again at the deadline
       // Silent both ways, as seen from here: other nodes' agents look too.
       ask_peers(node, {round.targets[i], {}, ProbeDepth::deep}, PeerAsker::heartbeats);
       cross_checking_[node] = age;
@@ -312,9 +338,24 @@ void NodeKeeper::take_deep_probe() {
 
 void NodeKeeper::settle_cross_checks() {
   for (auto it = cross_checking_.begin(); it != cross_checking_.end();) {
-    const auto& [node, age] = *it;
+    const auto& node = it->first;
     const auto check = cross_checked(node);
     if (check.view == PeerView::pending) {
+      ++it;
+      continue;
+    }
+    // The evidence came before the deadline (arm_lead): it stands once the
+    // node is still silent then (heard again meanwhile, it is dropped by
+    // watch_heartbeats). A mark under way is taken whatever its age now.
+    const auto silence = silence_of(node);
+    const bool writing = writes_.has("mark " + node);
+    if (!silence && !writing) {  // said goodbye meanwhile
+      forget_peers(node, PeerAsker::heartbeats);
+      it = cross_checking_.erase(it);
+      continue;
+    }
+    const auto age = silence.value_or(it->second);
+    if (!writing && age * 1000 <= static_cast<double>(config_.heartbeat_timeout.count())) {
       ++it;
       continue;
     }

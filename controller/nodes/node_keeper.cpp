@@ -153,8 +153,10 @@ std::string NodeKeeper::request_replace(const std::string& node, RepairMode mode
 }
 
 void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes,
-                      bool slurm_away) {
+                      bool slurm_away, Steady::time_point nodes_read_at) {
   slurm_away_ = slurm_away;
+  nodes_read_at_ = nodes_read_at;
+  stale_for_repair_ = false;
   gate_.set_cluster_size(nodes.size());
   {
     std::lock_guard lock(mutex_);
@@ -202,6 +204,13 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
   replacing_ = !calls_.empty();
   guarded("writes", [&] { drop_unwanted_writes(); });
   for (auto& repair : store_.node_repairs()) {
+    // A replacement asked for after the node list was read (an admin's
+    // `replace`) waits for a list read after it: a job started on the node
+    // just before would be missed.
+    if (clock_.now() - clock_.since(repair.started()) > nodes_read_at_) {
+      stale_for_repair_ = true;
+      continue;
+    }
     try {
       advance(repair, nodes, protected_nodes);
       replacing_ = replacing_ || repair.state == NodeRepairState::replacing ||

@@ -33,6 +33,7 @@
 // takes one at once for a failed node, and a replaced node goes back to the
 // pool while the pool is short.
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -157,8 +158,11 @@ class NodeKeeper {
   // chosen as their replacements. While `slurm_away` (slurmctld does not
   // answer) only the heartbeat watch goes on: nothing is marked, replaced
   // or kept as a spare, since each call to slurmctld would wait for it.
+  // `nodes_read_at`: when the read that brought `nodes` began (a
+  // replacement asked for after it waits for the next read).
   void tick(const NodeMap& nodes, const std::set<std::string>& protected_nodes,
-            bool slurm_away = false);
+            bool slurm_away = false,
+            Clock::Steady::time_point nodes_read_at = Clock::Steady::time_point::max());
 
   // The keeper's calls to slurmctld (marks, DOWN, a returned node's
   // resume and drain, the spares' drains and partitions) and its deep
@@ -176,6 +180,13 @@ class NodeKeeper {
   // Whether a replacement was under way at the last tick (its provider
   // call, or the node's return): no slurmctld restart meanwhile.
   bool replacing() const { return replacing_; }
+  // Whether something of the keeper's is under way that the engine's next
+  // read of slurmctld serves: a replacement, a mark or deep probe in
+  // flight, a silent node cross-checked, a spares' partition read.
+  bool busy() const {
+    return replacing_ || stale_for_repair_ || !cross_checking_.empty() ||
+           writes_.size() + deep_probes_.size() > 0 || partition_reads_.size() > 0;
+  }
 
   // The guard rails (gate.hpp): asked before every action of the keeper's
   // and of the resume engine's; the server's pause, unpause and
@@ -219,12 +230,28 @@ class NodeKeeper {
   // Where the heartbeats stand at one look (under mutex_); false after a
   // stall of the controller (every deadline restarted; a `stalled` event
   // only when some node's agent is heard).
+  // `late`: past half the timeout; `armed`: past the timeout less
+  // arm_lead; `silent`: past the timeout.
   bool collect_late(const NodeMap& nodes, std::vector<std::string>& late,
-                    std::vector<std::string>& silent, std::size_t& heard);
-  // Deep-probes silent nodes (a round on a thread of its own), and marks
-  // those whose slurmd does not answer once the round is in (take_deep_probe).
-  void mark_silent(std::vector<std::string> silent, const NodeMap& nodes);
-  void take_deep_probe();
+                    std::vector<std::string>& armed, std::vector<std::string>& silent,
+                    std::size_t& heard);
+  // The deep probe and the cross-check of a node going silent start this
+  // long before its deadline, so that their evidence is in by then (other
+  // agents answer a cross-check at their next beat, 2 s apart by default):
+  // the mark comes at the deadline, on evidence at most this old.
+  static Steady::duration arm_lead(std::chrono::milliseconds timeout) {
+    return std::min<Steady::duration>(std::chrono::seconds{3}, timeout / 2);
+  }
+  // Seconds since the node was heard; nothing if it is not watched.
+  std::optional<double> silence_of(const std::string& node);
+  // Deep-probes armed nodes (a round on a thread of its own), and marks
+  // those whose slurmd does not answer once the round is in, the
+  // cross-check agrees and the deadline is past (take_deep_probe,
+  // settle_cross_checks).
+  void mark_silent(std::vector<std::string> armed, const std::vector<std::string>& silent,
+                   const NodeMap& nodes);
+  // `armed`: this look's (a node no longer armed was heard again meanwhile).
+  void take_deep_probe(const std::vector<std::string>& armed);
   struct DeepRound {
     std::vector<std::string> silent;
     std::vector<ProbeTarget> targets;  // of `silent`, in order
@@ -324,11 +351,19 @@ class NodeKeeper {
   bool mark_unheard(const std::string& node, double age, const std::string& checked);
   // The silent nodes whose cross-check has an answer: marked or let be.
   void settle_cross_checks();
-  bool replacing_ = false;  // replacing()
+  bool replacing_ = false;                                        // replacing()
+  Steady::time_point nodes_read_at_ = Steady::time_point::max();  // this tick's (tick)
+  bool stale_for_repair_ = false;  // a replacement waits for a newer node list
   std::set<std::string> no_provider_said_;
-  std::map<std::string, std::future<std::string>> calls_;       // provider calls in flight
-  std::vector<std::future<std::string>> orphans_;               // calls of dropped replacements
-  std::map<std::string, Steady::time_point> probed_;            // last deep probe of a silent node
+  std::map<std::string, std::future<std::string>> calls_;  // provider calls in flight
+  std::vector<std::future<std::string>> orphans_;          // calls of dropped replacements
+  // The last deep probe of an armed node, and whether it came before the
+  // node's deadline (early: looked at again once it is silent).
+  struct Probed {
+    Steady::time_point at{};
+    bool early = false;
+  };
+  std::map<std::string, Probed> probed_;
   std::map<std::string, std::vector<std::string>> partitions_;  // provider=spares
   Steady::time_point partitions_read_{};
   // The last error said per tick part ("heartbeats", "replacements",

@@ -329,6 +329,7 @@ std::string Provisioner::reload_groups(bool act) {
       cluster_.groups.push_back(provision::new_group(spec));
       auto& group = cluster_.groups.back();
       add({provision::start_operation(cluster_, group, spec.count, spec.min_count, now())});
+      plan_after_now();
       // Write-ahead: no slot may be allocated before it has an instance.
       if (act && spec.type == GroupType::compute)
         for (unsigned i = 1; i <= spec.max_count; ++i) drain_slot(spec.node(i));
@@ -359,6 +360,7 @@ std::string Provisioner::reload_groups(bool act) {
     if (spec.count != group.spec.count || spec.min_count != group.spec.min_count) {
       try {
         add({provision::start_operation(cluster_, group, spec.count, spec.min_count, now())});
+        plan_after_now();
         said_.erase(group.spec.name + "/count");
       } catch (const ConfigError& e) {
         say_once(group.spec.name + "/count", spec.name, e.what());
@@ -763,6 +765,7 @@ std::string Provisioner::retry_group(const std::string& name, uid_t uid) {
                    : fmt::format("group {} creates again (it was {})", name, join(what, ", "));
   events_.push_back({"group_retry", "info", "group", name, "",
                      fmt::format("{} (asked by uid {})", message, uid)});
+  plan_after_now();  // planned on nodes read from now on
   dirty_ = true;
   save();
   return message;
@@ -784,6 +787,7 @@ std::string Provisioner::roll_group(const std::string& name, unsigned batch, uid
                          name, rolling, batch);
   events_.push_back({"roll_started", "info", "group", name, "",
                      fmt::format("{} (asked by uid {})", message, uid)});
+  plan_after_now();  // planned on nodes read from now on
   dirty_ = true;
   save();
   return message;
@@ -1302,7 +1306,8 @@ void Provisioner::add_cluster_event(const std::string& kind, const std::string& 
   events_.push_back({kind, level, node.empty() ? "cluster" : "instance", group, node, text});
 }
 
-void Provisioner::tick(const NodeMap& nodes, bool repairing) {
+void Provisioner::tick(const NodeMap& nodes, bool repairing,
+                       Clock::Steady::time_point nodes_read_at) {
   std::lock_guard lock(mutex_);
   repairing_ = repairing;
   if (!restart_done()) return;  // slurmctld restarts for the include file
@@ -1314,6 +1319,13 @@ void Provisioner::tick(const NodeMap& nodes, bool repairing) {
   for (const auto& node : std::vector<std::string>(undrained_.begin(), undrained_.end()))
     drain_slot(node);
   reload_groups();
+  if (plan_after_) {
+    if (nodes_read_at < *plan_after_) {
+      save();
+      return;  // planned at a look whose read began after the operation did
+    }
+    plan_after_.reset();
+  }
   cluster_.slurmctld_up = true;  // the nodes were just loaded from it
   observe(nodes);
   const auto plan = provision::plan(cluster_, now(), plan_settings_);

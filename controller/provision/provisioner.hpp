@@ -59,10 +59,14 @@ class Provisioner {
   Provisioner(const Provisioner&) = delete;
   Provisioner& operator=(const Provisioner&) = delete;
 
-  // The engine thread's turn, with the nodes just loaded from slurmctld;
-  // `repairing`: the resume engine repairs a step now (no slurmctld restart
-  // then).
-  void tick(const NodeMap& nodes, bool repairing = false);
+  // The engine thread's turn, with the nodes loaded from slurmctld by a
+  // read that began at `nodes_read_at`; `repairing`: the resume engine
+  // repairs a step now (no slurmctld restart then). An operation started
+  // (a group file changed, an admin's command) is planned on nodes read
+  // after it began (busy() asks the engine for that read): a list read
+  // before would take a busy slot for an idle one.
+  void tick(const NodeMap& nodes, bool repairing = false,
+            Clock::Steady::time_point nodes_read_at = Clock::Steady::time_point::max());
   // Whether `node` is a slot of a group (the node keeper leaves those to
   // the provisioner). Engine thread.
   bool owns(const std::string& node) const;
@@ -109,6 +113,14 @@ class Provisioner {
   // The provider's calls (create, terminate, list) started and not yet
   // returned; a tick takes those that returned (tests).
   std::size_t provider_calls_running() const;
+  // Whether a slot's steps are in flight (a provider call, a power-saving
+  // step, a node awaited): the engine then reads slurmctld at every look.
+  // Not while the controller holds back (nothing moves then).
+  bool busy() const {
+    if (gate_ != nullptr && gate_->held()) return false;
+    std::lock_guard lock(mutex_);
+    return !work_.empty() || listing_ || plan_after_.has_value();
+  }
 
  private:
   using Millis = provision::Millis;
@@ -243,7 +255,10 @@ class Provisioner {
 
   mutable std::mutex mutex_;  // cluster_, for state() from other threads
   provision::Cluster cluster_;
-  std::map<std::string, Work> work_;             // node -> its steps in flight
+  std::map<std::string, Work> work_;  // node -> its steps in flight
+  // Since when the plan waits for nodes read after an operation began (tick).
+  std::optional<Clock::Steady::time_point> plan_after_;
+  void plan_after_now() { plan_after_ = clock_.now(); }
   std::map<std::string, InstanceRecord> open_;   // token -> an instance not ended
   std::vector<ClusterEvent> events_;             // to save
   std::vector<InstanceRecord> changed_records_;  // to save

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "autoresume/resume.hpp"
 #include "autoresume/text.hpp"
@@ -115,6 +116,7 @@ void Engine::tick() {
     for (const auto& host : step.repair.replacements) protected_nodes.insert(host);
   }
   std::erase_if(job_hosts_, [&](const auto& entry) { return !active.contains(entry.first); });
+  std::erase_if(missing_since_, [&](const auto& entry) { return !active.contains(entry.first); });
   try {
     keeper_.tick(nodes, protected_nodes, slurm_slow_);
   } catch (const std::exception& e) {
@@ -136,7 +138,7 @@ void Engine::tick() {
           keeper_.replacing() || std::ranges::any_of(steps, [](const auto& step) {
             return step.phase != RepairPhase::none;
           });
-      provisioner_->tick(nodes, repairing);
+      provisioner_->tick(nodes, repairing, view_started_);
     } catch (const std::exception& e) {
       log::warn("provisioning: {}", e.what());
     }
@@ -150,6 +152,9 @@ void Engine::tick() {
     suspect_crowd_ = suspect_crowd_said_ = false;
     step_nodes_.clear();
     job_hosts_.clear();
+    missing_since_.clear();
+    deferred_.clear();
+    watched_.clear();
     said_old_step_.clear();
     said_unregistered_.clear();
     hang_samples_.clear();
@@ -172,6 +177,7 @@ void Engine::tick() {
   auto watched = protected_nodes;
   for (const auto& [k, hosts] : job_hosts_) watched.insert(hosts.begin(), hosts.end());
   weigh_suspicion(watched, nodes);
+  watched_ = watched;
   // What a step needs next is asked of slurmctld or changed in it: it
   // waits until slurmctld answers, with what the probes counted meanwhile.
   if (slurm_slow_) return;
@@ -228,6 +234,7 @@ void Engine::tick() {
     }
   }
   deferred_ = std::move(deferred);
+  changed_ = !changed_jobs.empty();
   // The next look at once, with a read after this one's changes.
   if (wait_for_change) wake();
   drop_unwanted_calls(steps);
@@ -235,11 +242,11 @@ void Engine::tick() {
 
 void Engine::start_read(const std::vector<StoredStep>& steps) {
   if (reads_.has(kRead)) return;
-  std::set<std::uint32_t> jobs;
+  std::map<uid_t, std::set<std::uint32_t>> jobs;  // by owner: read together
   std::set<std::pair<std::uint32_t, std::uint32_t>> listed;
   std::map<std::string, std::pair<std::uint32_t, std::uint32_t>> unknown_nodes;
   for (const auto& step : steps) {
-    jobs.insert(step.step.job_id);
+    jobs[step.uid].insert(step.step.job_id);
     // A repair asks whether its old step is listed itself (checks_).
     if (step.state != StepState::repairing) listed.emplace(step.step.job_id, step.step.step_id);
     if (!step_nodes_.contains(step.key()))
@@ -250,11 +257,17 @@ void Engine::start_read(const std::vector<StoredStep>& steps) {
                      unknown_nodes = std::move(unknown_nodes)] {
     auto view = std::make_shared<SlurmView>();
     view->nodes = slurm_.load_nodes();
-    for (const auto id : jobs) view->jobs.emplace(id, slurm_.load_job(id));
-    for (const auto& [job, step] : listed) {
-      view->asked_steps.emplace(job, step);
-      if (slurm_.step_exists(job, step)) view->listed_steps.emplace(job, step);
+    // Many steps cost a call or two, not one per step (SlurmApi::load_jobs).
+    for (const auto& [owner, ids] : jobs) {
+      auto found = slurm_.load_jobs(ids, owner);
+      for (const auto id : ids) {
+        const auto it = found.find(id);
+        view->jobs.emplace(id,
+                           it == found.end() ? std::nullopt : std::optional(std::move(it->second)));
+      }
     }
+    view->listed_steps = slurm_.listed_steps(listed);
+    view->asked_steps = std::move(listed);
     // A step's nodes refused are asked again at the next read; the rest
     // of the read stands.
     for (const auto& [key, id] : unknown_nodes) {
@@ -285,6 +298,8 @@ const std::vector<slurm::NodeInfo>* Engine::read_nodes(const std::vector<StoredS
   static constexpr const char* kMeanwhile =
       "the heartbeat watch and the probes go on with the last list; nothing is asked of "
       "slurmctld or changed in it until it answers";
+  // Nothing under way and the last read recent: this look goes on with it.
+  if (!reads_.has(kRead) && !read_due(steps)) return &view_->nodes;
   // A read of this look's own, unless the last one is still under way
   // (then it is waited for instead): what the look decides on is fresher
   // than anything it was woken for.
@@ -293,6 +308,7 @@ const std::vector<slurm::NodeInfo>* Engine::read_nodes(const std::vector<StoredS
     auto read = reads_.take(kRead);
     try {
       view_ = read->get();
+      view_started_ = read_started_;
       if (slurm_away_) log::info("slurmctld answers again: the node list is fresh");
       slurm_away_ = slurm_slow_ = false;
     } catch (const std::exception& e) {
@@ -313,6 +329,34 @@ const std::vector<slurm::NodeInfo>* Engine::read_nodes(const std::vector<StoredS
     }
   }
   return view_ ? &view_->nodes : nullptr;
+}
+
+bool Engine::read_due(const std::vector<StoredStep>& steps) {
+  const bool was_busy = std::exchange(busy_last_, busy(steps));
+  return !view_ || slurm_slow_ || busy_last_ || was_busy || std::exchange(changed_, false) ||
+         clock_.now() - view_started_ >= config_.slurm_read_interval;
+}
+
+bool Engine::busy(const std::vector<StoredStep>& steps) const {
+  if (!view_ || !deferred_.empty() || !missing_since_.empty() || !leftovers_.empty() ||
+      !failure_checks_.empty())
+    return true;
+  // A suspect is kept past its node's FAIL (a verdict says it was
+  // suspected); one no longer under a protected step is not at stake.
+  if (std::ranges::any_of(suspects_,
+                          [&](const auto& entry) { return watched_.contains(entry.first); }))
+    return true;
+  if (std::ranges::any_of(failed_probes_, [](const auto& entry) { return entry.second > 0; }))
+    return true;
+  if (submits_.size() + writes_.size() + merges_.size() + checks_.size() + places_.size() +
+          cleanups_.size() >
+      0)
+    return true;
+  if (keeper_.busy() || (provisioner_ != nullptr && provisioner_->busy())) return true;
+  return std::ranges::any_of(steps, [&](const StoredStep& step) {
+    return step.state != StepState::registered || step.phase != RepairPhase::none ||
+           !view_->jobs.contains(step.step.job_id);
+  });
 }
 
 std::vector<std::string> Engine::step_hosts(const StoredStep& step) {

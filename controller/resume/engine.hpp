@@ -124,6 +124,16 @@ class Engine {
   // A read of Slurm for the looks, with the jobs of `steps` and whether
   // slurmctld lists those not under repair, unless one is under way.
   void start_read(const std::vector<StoredStep>& steps);
+  // Whether this look reads slurmctld: always while something is under
+  // way (busy) or was at the last look, or a step moved on at the last
+  // look (their outcome is read: no look decides on a read older than
+  // its own changes), else once the last read is slurm_read_interval old.
+  bool read_due(const std::vector<StoredStep>& steps);
+  // Something under way that a fresh read serves: a step not simply
+  // running (ending, repairing, not covered by the last read), a node
+  // suspected or missing probes, a lost step's grace, a call of the
+  // engine's or the node keeper's in flight, a provisioning action.
+  bool busy(const std::vector<StoredStep>& steps) const;
   static constexpr const char* kRead = "slurm";
   // Forgets what is older than `retention`, once per kPruneEvery.
   void prune();
@@ -438,6 +448,7 @@ class Engine {
   // Nodes suspected and not taken in this episode (until they are well
   // again), with why: their `suspected` event is out.
   std::map<std::string, std::string> suspects_;
+  std::set<std::string> watched_;  // the nodes the last look weighed (busy)
   Steady::time_point last_prune_{};
   // What a read brings: the node list, the protected steps' jobs and
   // whether slurmctld lists their steps not under repair.
@@ -463,6 +474,9 @@ class Engine {
   // did not ask.
   bool step_listed(std::uint32_t job_id, std::uint32_t step_id) const;
   Steady::time_point read_started_{};
+  Steady::time_point view_started_{};  // when view_'s read was started
+  bool busy_last_ = true;              // the last look's busy()
+  bool changed_ = false;               // a step moved on at the last look: its outcome is read
   std::chrono::milliseconds read_wait_ = kReadWait;
   bool slurm_slow_ = false;  // this look's: the read failed or is not in
   bool slurm_away_ = false;  // said in the log: failed, or not in for kSlowRead

@@ -31,7 +31,7 @@ printf 'provider=local\nmax_attempts=4\n' >"$tmp/good.conf"
 settings=(listen metrics_listen state_dir provider max_attempts attempt_window healthy_after
   hang_first_beat_timeout hang_timeout_floor hang_signal_grace max_hang_restarts failure_check
   failure_check_timeout backoff
-  probe_interval probe_failures probe_max_silent_percent end_window repair_timeout min_time_left provider_timeout provider_retries provider_backoff
+  probe_interval slurm_read_interval probe_failures probe_max_silent_percent end_window repair_timeout min_time_left provider_timeout provider_retries provider_backoff
   register_timeout heartbeat_timeout heartbeat_max_silent_percent retention
   auth_timeout max_unauthenticated max_user_connections reserved_fds privileged_connections
   mode max_marks_per_hour max_replacements_per_hour breaker_reset_after
@@ -41,7 +41,7 @@ settings=(listen metrics_listen state_dir provider max_attempts attempt_window h
   lifecycle_log_dir orphan_timeout slurm_conf slurm_conf_include slurmctld_restart_command
   slurmctld_restart_timeout)
 printf '%s\n' "${settings[@]}" | sort >"$tmp/settings"
-printf '%s\n' "${settings[@]:0:36}" | sort >"$tmp/settings-unset"
+printf '%s\n' "${settings[@]:0:37}" | sort >"$tmp/settings-unset"
 cat >"$tmp/full.conf" <<'CONF'
 provider=spares
 spares=2

@@ -22,6 +22,9 @@ struct EngineRig : ar::test::Fakes {
   explicit EngineRig(int nodes = 6) {
     slurm.add_nodes(nodes);
     config.heartbeat_timeout = 0ms;  // no agents in these tests
+    // Every look reads slurmctld: the tests change the fake between looks
+    // (engine_test's "slurm_read_interval" test paces them).
+    config.slurm_read_interval = 0ms;
     start();
   }
   // A controller (re)started on the same store.

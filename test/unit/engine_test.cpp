@@ -2,6 +2,8 @@
 // memory, a clock moved by hand. These pin what the engine does today; a test whose name says
 // "(today and issue N flips it)" pins behaviour that issue changes.
 
+#include <fmt/core.h>
+
 #include <thread>
 
 #include "engine_rig.hpp"
@@ -75,6 +77,88 @@ TEST_CASE("a running step with healthy nodes is left alone", "[engine]") {
   }
   CHECK(rig.step().state == StepState::registered);
   CHECK(rig.slurm.updates.empty());
+}
+
+TEST_CASE(
+    "while nothing is under way the engine reads slurmctld once per slurm_read_interval, and at "
+    "every look while something is",
+    "[engine]") {
+  Rig rig;
+  rig.config.slurm_read_interval = 5s;
+  rig.protect();
+  // The first look reads, and the next (the first look was busy: no read yet).
+  rig.engine->tick();
+  rig.clock.advance(500ms);
+  rig.engine->tick();
+  rig.clock.advance(500ms);
+  const int settled = rig.slurm.node_reads;
+  REQUIRE(settled == 2);
+  CHECK(rig.slurm.job_reads == 2);
+  CHECK(rig.slurm.step_reads == 2);
+  for (int i = 0; i < 4; ++i) {  // quiet looks: none
+    rig.engine->tick();
+    rig.clock.advance(500ms);
+  }
+  CHECK(rig.slurm.node_reads == settled);
+  // slurmctld sets node3 DOWN: seen by the first read past the interval.
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::registered);
+  rig.clock.advance(2500ms);  // 5 s after the last read began
+  rig.engine->tick();
+  CHECK(rig.slurm.node_reads == settled + 1);
+  CHECK(rig.step().verdict == Verdict::relaunch);
+
+  SECTION("a step that ends is read at every look, and once more after") {
+    rig.register_attempt(1, 1, "node[1-2,4-5]");
+    rig.engine->tick();  // not in the last read: it waits for the next look, which reads
+    auto step = rig.step(1);
+    REQUIRE(rig.store->mark_ended(step, rig.clock.unix_now(), {EventKind::ended, "ended"}));
+    const int before = rig.slurm.node_reads;
+    for (int i = 0; i < 3; ++i) {
+      rig.clock.advance(500ms);
+      rig.engine->tick();
+    }
+    CHECK(rig.slurm.node_reads == before + 3);
+    rig.clock.advance(3s);  // past end_window: decided
+    rig.engine->tick();
+    CHECK(rig.step(1).verdict == Verdict::no_fault);
+    for (int i = 0; i < 3; ++i) rig.engine->tick();  // its outcome read, the looks are quiet
+    const int after = rig.slurm.node_reads;
+    rig.engine->tick();
+    rig.engine->tick();
+    CHECK(rig.slurm.node_reads == after);
+  }
+  SECTION("0: every look reads") {
+    rig.config.slurm_read_interval = 0ms;
+    const int before = rig.slurm.node_reads;
+    rig.engine->tick();
+    rig.engine->tick();
+    CHECK(rig.slurm.node_reads == before + 2);
+  }
+}
+
+TEST_CASE("the protected steps' jobs and steps are read in one call per owner, not one per step",
+          "[engine]") {
+  Rig rig(12);
+  rig.protect();
+  for (std::uint32_t id = 11; id <= 13; ++id) {
+    const auto node = fmt::format("node{}", id - 6);
+    rig.slurm.add_job(id, 1000 + id % 2, {node});
+    rig.slurm.add_step(id, 0, node);
+    ar::proto::StepRegistration step;
+    step.job_id = id;
+    step.run_id = fmt::format("r{}", id);
+    step.argv = {"srun", "--auto-resume=1", "train"};
+    step.nodelist = node;
+    REQUIRE(rig.store->register_step(step, rig.slurm.jobs.at(id).uid) ==
+            ar::Store::Insert::created);
+  }
+  rig.engine->tick();
+  CHECK(rig.slurm.node_reads == 1);
+  CHECK(rig.slurm.job_reads == 2);   // uid 1000 (jobs 10, 12), uid 1001 (jobs 11, 13)
+  CHECK(rig.slurm.step_reads == 1);  // the four steps
+  CHECK(rig.store->active_steps().size() == 4);
 }
 
 TEST_CASE("each repair phase is stored and a restarted controller carries on from it", "[engine]") {

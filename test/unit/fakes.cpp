@@ -166,6 +166,16 @@ std::optional<slurm::JobInfo> FakeSlurm::load_job(std::uint32_t job_id) {
   return it->second;
 }
 
+std::map<std::uint32_t, slurm::JobInfo> FakeSlurm::load_jobs(const std::set<std::uint32_t>& ids,
+                                                             uid_t /*owner*/) {
+  ++job_reads;
+  const auto held = check_reachable();
+  std::map<std::uint32_t, slurm::JobInfo> out;
+  for (const auto id : ids)
+    if (const auto it = jobs.find(id); it != jobs.end()) out.emplace(id, it->second);
+  return out;
+}
+
 uid_t FakeSlurm::slurm_user_uid() {
   const auto held = check_reachable();
   return slurm_user;
@@ -173,6 +183,7 @@ uid_t FakeSlurm::slurm_user_uid() {
 
 const std::vector<slurm::NodeInfo>& FakeSlurm::load_nodes() {
   node_lists.pass();  // a slurmctld stopped
+  ++node_reads;
   const auto held = check_reachable();
   listed_.clear();
   for (const auto& [name, n] : nodes) {
@@ -329,6 +340,15 @@ bool FakeSlurm::step_exists(std::uint32_t job_id, std::uint32_t step_id) {
   if (job_id == later_calls_of && later_call == "step_exists") later_calls.pass();
   const auto held = check_reachable();
   return steps.contains({job_id, step_id});
+}
+
+std::set<std::pair<std::uint32_t, std::uint32_t>> FakeSlurm::listed_steps(
+    const std::set<std::pair<std::uint32_t, std::uint32_t>>& asked) {
+  ++step_reads;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> out;
+  for (const auto& [job, step] : asked)
+    if (step_exists(job, step)) out.emplace(job, step);
+  return out;
 }
 
 void FakeSlurm::kill_step(std::uint32_t job_id, std::uint32_t step_id) {

@@ -149,7 +149,15 @@ class FakeSlurm final : public slurm::SlurmApi {
   // Whether an update starting with `prefix` was made.
   bool updated(const std::string& prefix) const;
 
+  // The engine's reads: node lists, job reads (load_jobs), step lists
+  // (listed_steps), each call counted.
+  std::atomic<int> node_reads{0};
+  std::atomic<int> job_reads{0};
+  std::atomic<int> step_reads{0};
+
   std::optional<slurm::JobInfo> load_job(std::uint32_t job_id) override;
+  std::map<std::uint32_t, slurm::JobInfo> load_jobs(const std::set<std::uint32_t>& ids,
+                                                    uid_t owner) override;
   uid_t slurm_user_uid() override;
   const std::vector<slurm::NodeInfo>& load_nodes() override;
   std::optional<slurm::NodeInfo> load_node(const std::string& name) override;
@@ -168,6 +176,8 @@ class FakeSlurm final : public slurm::SlurmApi {
   void shrink_job(std::uint32_t job_id, const std::string& nodelist) override;
   std::optional<std::string> step_nodes(std::uint32_t job_id, std::uint32_t step_id) override;
   bool step_exists(std::uint32_t job_id, std::uint32_t step_id) override;
+  std::set<std::pair<std::uint32_t, std::uint32_t>> listed_steps(
+      const std::set<std::pair<std::uint32_t, std::uint32_t>>& asked) override;
   void kill_step(std::uint32_t job_id, std::uint32_t step_id) override;
   void signal_step(std::uint32_t job_id, std::uint32_t step_id, int signal) override;
   std::optional<bool> step_daemons_left(std::uint32_t job_id, std::uint32_t step_id,

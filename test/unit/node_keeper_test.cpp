@@ -19,7 +19,7 @@ TEST_CASE("a node heard and then silent past the timeout whose slurmd does not a
   k.prober.dead.insert(kNode1Address);
   k.run_for(10);  // silent for the timeout itself: not yet
   CHECK(k.slurm.updates.empty());
-  CHECK(k.prober.probes == 0);
+  CHECK(k.prober.probes == 1);  // looked at from 3 s before the deadline (arm_lead)
   k.run_for(1);
   CHECK(k.prober.probes == 1);
   CHECK(k.slurm.updates == Strings{"fail node1 " + heartbeat_reason(11)});
@@ -73,15 +73,18 @@ TEST_CASE("a silent node whose slurmd answers is not marked but has one heartbea
   KeeperRig k;
   k.tick();
   k.beat("node1");
-  k.run_for(11);
-  CHECK(k.prober.probes == 1);
+  k.run_for(10);
+  CHECK(k.prober.probes == 1);  // 3 s before the deadline: it answers, nothing said
+  CHECK(k.details(EventKind::heartbeat_late).empty());
+  k.run_for(1);
+  CHECK(k.prober.probes == 2);  // silent now: looked at again
   CHECK(k.details(EventKind::heartbeat_late) ==
         Strings{"no heartbeat from node1 for 11 s, but its slurmd answers: not marked (is its "
                 "agent running?)"});
   k.run_for(9);
-  CHECK(k.prober.probes == 1);  // probed again once per heartbeat_timeout
+  CHECK(k.prober.probes == 2);  // probed again once per heartbeat_timeout
   k.run_for(1);
-  CHECK(k.prober.probes == 2);
+  CHECK(k.prober.probes == 3);
   CHECK(k.count(EventKind::heartbeat_late) == 1);
   CHECK(k.count(EventKind::marked) == 0);
   CHECK(k.slurm.updates.empty());
@@ -276,10 +279,12 @@ TEST_CASE("a node returned as a new instance is watched again only once its own 
   CHECK(k.details(EventKind::heartbeat_late).empty());
   // Heard, then silent: its deadline counts from its own agent's heartbeat.
   k.run_for(3, {"node1"});
-  k.run_for(10);
+  k.run_for(7);
   CHECK(k.prober.probes == 0);
   k.run_for(1);
-  CHECK(k.prober.probes == 1);
+  CHECK(k.prober.probes == 1);  // 3 s before its deadline
+  k.run_for(3);
+  CHECK(k.prober.probes == 2);  // silent: again
   CHECK(k.details(EventKind::heartbeat_late) ==
         Strings{"no heartbeat from node1 for 11 s, but its slurmd answers: not marked (is its "
                 "agent running?)"});
@@ -294,14 +299,15 @@ TEST_CASE("a gap between ticks longer than half the timeout restarts every deadl
   k.beat("node1");
   k.prober.dead.insert(kNode1Address);
   k.run_for(9);
-  k.clock.advance(6s);  // past the timeout, but the controller stood still 6 s
+  CHECK(k.prober.probes == 1);  // 3 s before the deadline
+  k.clock.advance(6s);          // past the timeout, but the controller stood still 6 s
   k.tick();
   CHECK(k.details(EventKind::stalled) ==
         Strings{"the controller stood still for 6.0 s: every node's heartbeat deadline starts "
                 "again"});
   CHECK(k.node_of(EventKind::stalled).empty());
   CHECK(k.slurm.updates.empty());
-  CHECK(k.prober.probes == 0);
+  CHECK(k.prober.probes == 1);
   CHECK(k.keeper.heartbeat_ages() == std::map<std::string, double>{{"node1", 0.0}});
   k.run_for(10);
   CHECK(k.slurm.updates.empty());
@@ -423,7 +429,7 @@ TEST_CASE(
   CHECK(k.prober.probes > 2);
   CHECK(k.slurm.updates.empty());
   CHECK(k.details(EventKind::heartbeat_late) ==
-        Strings{"no heartbeat from node1 for 11 s and the controller cannot reach its slurmd, but "
+        Strings{"no heartbeat from node1 for 12 s and the controller cannot reach its slurmd, but "
                 "the agent of node2 reaches its slurmd: not marked (the controller's route to it "
                 "is the likelier fault)"});
 }
@@ -434,14 +440,70 @@ TEST_CASE("agents that do not answer a cross-check within 5 s leave the controll
   k.tick();
   for (const auto* node : {"node1", "node2"}) k.beat(node);
   k.prober.dead = {kNode1Address};
-  k.run_for(11, {"node2"});
+  k.run_for(8, {"node2"});  // asked 3 s before the deadline
   k.run_for(4, {"node2"});
   CHECK(k.slurm.updates.empty());
   k.run_for(1, {"node2"});
-  CHECK(k.slurm.updates == Strings{"fail node1 " + heartbeat_reason(11)});
+  CHECK(k.slurm.updates == Strings{"fail node1 " + heartbeat_reason(13)});
   CHECK(k.details(EventKind::marked).at(0) ==
-        "node1 marked FAIL: " + heartbeat_reason(11) +
+        "node1 marked FAIL: " + heartbeat_reason(13) +
             " (no answer from the agents of node2 within 5 s)");
+}
+
+TEST_CASE(
+    "the deep probe and the cross-check start 3 s before a silent node's deadline, so that it is "
+    "marked at the deadline",
+    "[node_keeper][cross_check]") {
+  KeeperRig k;
+  k.tick();
+  for (const auto* node : {"node1", "node2", "node3"}) k.beat(node);
+  k.prober.dead = {kNode1Address};
+  k.run_for(8, {"node2", "node3"});  // node1 silent 8 s: past the deadline less 3 s
+  CHECK(k.prober.probes == 1);
+  REQUIRE(k.keeper.peer_work("node2", {}).size() == 1);
+  k.keeper.peer_work("node2", {{"node1", ar::ProbeResult::silent}});
+  k.run_for(2, {"node2", "node3"});  // the evidence is in; the deadline is not past
+  CHECK(k.slurm.updates.empty());
+  k.run_for(1, {"node2", "node3"});
+  CHECK(k.slurm.updates == Strings{"fail node1 " + heartbeat_reason(11)});
+  CHECK(k.details(EventKind::marked) == Strings{"node1 marked FAIL: " + heartbeat_reason(11) +
+                                                " (the agent of node2 cannot reach it either)"});
+  CHECK(k.prober.probes == 1);
+}
+
+TEST_CASE("with a short heartbeat_timeout a node beating at its interval is never probed early",
+          "[node_keeper]") {
+  KeeperRig k;
+  k.config.heartbeat_timeout = 3s;  // armed at 1.5 s, were its 2 s beats not fresh
+  k.tick();
+  for (int i = 0; i < 10; ++i) {
+    k.beat("node1");
+    k.tick();
+    k.clock.advance(1s);
+    k.tick();
+    k.clock.advance(1s);
+  }
+  CHECK(k.prober.probes == 0);
+  k.prober.dead.insert(kNode1Address);
+  k.run_for(4);  // silent past the timeout: probed and marked at the deadline
+  CHECK(k.prober.probes == 1);
+  CHECK(k.slurm.updates == Strings{"fail node1 " + heartbeat_reason(4)});
+}
+
+TEST_CASE("a node heard again after its cross-check and before its deadline is not marked",
+          "[node_keeper][cross_check]") {
+  KeeperRig k;
+  k.tick();
+  for (const auto* node : {"node1", "node2", "node3"}) k.beat(node);
+  k.prober.dead = {kNode1Address};
+  k.run_for(8, {"node2", "node3"});
+  REQUIRE(k.keeper.peer_work("node2", {}).size() == 1);
+  k.keeper.peer_work("node2", {{"node1", ar::ProbeResult::silent}});
+  k.run_for(1, {"node1", "node2", "node3"});       // node1's agent is back
+  CHECK(k.keeper.peer_work("node2", {}).empty());  // the cross-check is withdrawn
+  k.run_for(5, {"node2", "node3"});
+  CHECK(k.slurm.updates.empty());
+  CHECK(k.count(EventKind::marked) == 0);
 }
 
 TEST_CASE("an agent's results count only for the nodes it was asked about",

@@ -41,6 +41,27 @@ TEST_CASE("replace wait marks the node FAIL and calls the provider once its jobs
   CHECK(k.slurm.updates == Strings{"fail node1 Action:Replace"});
 }
 
+TEST_CASE(
+    "a replacement asked for after the node list was read waits for a list read after it (a job "
+    "started on the node just before would be missed)",
+    "[node_keeper]") {
+  KeeperRig k;
+  const auto read_before = k.clock.now();
+  k.clock.advance(1s);
+  k.keeper.request_replace("node1", RepairMode::wait);
+  k.slurm.add_job(10, 1000, {"node1"});  // started just before the mark
+  ar::NodeKeeper::NodeMap nodes;
+  const auto& listed = k.slurm.load_nodes();
+  for (const auto& node : listed) nodes[node.name] = &node;
+  k.keeper.tick(nodes, {}, false, read_before);
+  CHECK(k.keeper.busy());  // the engine's next look reads
+  CHECK(k.count(EventKind::waiting) == 0);
+  k.keeper.tick(nodes, {}, false, k.clock.now());
+  CHECK(k.details(EventKind::waiting) == Strings{"waiting for the jobs on node1 to end"});
+  CHECK(k.runner.calls().empty());
+  CHECK_FALSE(k.keeper.busy());
+}
+
 TEST_CASE("replace now marks the node with the admin reason the resume engine acts on",
           "[node_keeper]") {
   KeeperRig k;

@@ -407,6 +407,25 @@ std::string read_file(const std::filesystem::path& path) {
 
 }  // namespace
 
+TEST_CASE(
+    "provisioner plans an operation on nodes read after it began (a list read before would take "
+    "a busy slot for an idle one)",
+    "[provisioner]") {
+  Rig rig;
+  bring_up(rig);
+  REQUIRE(rig.tick_until([&] { return !rig.provisioner->busy(); }));
+  const auto before = rig.clock.now();
+  rig.clock.advance(1s);
+  rig.provisioner->set_group("a", 2, std::nullopt, 0);
+  CHECK(rig.provisioner->busy());  // the engine reads slurmctld at its next look
+  ar::Provisioner::NodeMap nodes;
+  for (const auto& node : rig.slurm.load_nodes()) nodes[node.name] = &node;
+  for (int i = 0; i < 3; ++i) rig.provisioner->tick(nodes, false, before);
+  CHECK(rig.phase_is(2, SlotPhase::empty));  // not planned on the read from before
+  rig.provisioner->tick(nodes, false, rig.clock.now());
+  CHECK_FALSE(rig.phase_is(2, SlotPhase::empty));
+}
+
 TEST_CASE("provisioner's group set writes the group's file and starts the operation at once",
           "[provisioner]") {
   Rig rig;

@@ -148,6 +148,12 @@ struct DaemonConfig {
   // nodes probed are silent at once, none counts (the controller's own
   // network is the likelier fault).
   std::chrono::milliseconds probe_interval{1'000};
+  // How often the engine reads slurmctld's node list and the protected
+  // jobs and steps while nothing is under way (no repair, no suspicion, no
+  // step ending, no call of the controller's in flight); while something
+  // is, at every look (0: always at every look). A read of 10,000 nodes
+  // costs slurmctld about 10 ms (docs/design.md, "Sizing").
+  std::chrono::milliseconds slurm_read_interval{5'000};
   unsigned probe_failures = 3;
   unsigned probe_max_silent_percent = 50;
   // After a step ends on its own, how long to look for a node at fault
