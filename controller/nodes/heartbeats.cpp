@@ -238,12 +238,11 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
   std::vector<std::string> silent;
   std::size_t heard = 0;
   if (!collect_late(nodes, late, armed, silent, heard)) return;
-  const auto is_silent = [&](const std::string& n) {
-    return std::ranges::find(silent, n) != silent.end();
+  const auto in = [](const std::vector<std::string>& list) {
+    return [&list](const std::string& n) { return std::ranges::find(list, n) != list.end(); };
   };
-  const auto is_armed = [&](const std::string& n) {
-    return std::ranges::find(armed, n) != armed.end();
-  };
+  const auto is_silent = in(silent);
+  const auto is_armed = in(armed);
   std::erase_if(late_said_, [&](const std::string& n) { return !is_silent(n); });
   gate_.settle("heartbeat", {silent.begin(), silent.end()});
   std::erase_if(probed_, [&](const auto& entry) { return !is_armed(entry.first); });

@@ -152,7 +152,6 @@ void Engine::tick() {
     suspect_crowd_ = suspect_crowd_said_ = false;
     step_nodes_.clear();
     job_hosts_.clear();
-    missing_since_.clear();
     deferred_.clear();
     watched_.clear();
     said_old_step_.clear();
@@ -174,10 +173,9 @@ void Engine::tick() {
       take_probes();  // at once where calls run on the caller's thread (tests)
     }
   }
-  auto watched = protected_nodes;
-  for (const auto& [k, hosts] : job_hosts_) watched.insert(hosts.begin(), hosts.end());
-  weigh_suspicion(watched, nodes);
-  watched_ = watched;
+  watched_ = protected_nodes;
+  for (const auto& [k, hosts] : job_hosts_) watched_.insert(hosts.begin(), hosts.end());
+  weigh_suspicion(watched_, nodes);
   // What a step needs next is asked of slurmctld or changed in it: it
   // waits until slurmctld answers, with what the probes counted meanwhile.
   if (slurm_slow_) return;
