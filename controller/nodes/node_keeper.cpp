@@ -38,6 +38,8 @@ constexpr const char* kForceReason = "Action:Replace admin: replacement forced (
 constexpr seconds kForceGrace{30};
 // A replacement record this young may be newer than the node list in hand.
 constexpr seconds kFreshRecord{5};
+// How long a returned node's old mark is told from a new one (old_mark).
+constexpr seconds kReturnedMemory{600};
 
 const char* reason_of(RepairMode mode) {
   switch (mode) {
@@ -233,8 +235,47 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
   }
 }
 
+bool NodeKeeper::old_mark(const std::string& name, const slurm::NodeInfo& node) {
+  const auto back = returned_.find(name);
+  if (back == returned_.end()) return false;
+  auto& was = back->second;
+  const bool read_after = nodes_read_at_ > was.at;
+  if (!wants_replacement(node) || node.slurmd_start_time != was.instance ||
+      node.reason != was.reason) {
+    // In service on a read after the resume (or another mark, another
+    // instance): forgotten.
+    if (read_after || node.slurmd_start_time != was.instance) returned_.erase(back);
+    return false;
+  }
+  // Read before the resume took, or resumed once more just now.
+  if (!read_after || writes_.has("again " + name)) return true;
+  if (was.resumed_again) {
+    // The same mark after a second resume: someone set it again.
+    returned_.erase(back);
+    return false;
+  }
+  // Lost in slurmctld (a restart from state saved before the resume):
+  // resumed once more, on a thread of its own; taken by
+  // drop_unwanted_writes.
+  was.resumed_again = true;
+  log::info(
+      "{}: slurmctld shows the mark its replacement ended ({}) on the new instance again: "
+      "resuming it once more",
+      name, node.reason);
+  writes_.run("again " + name, [this, name] {
+    slurm_.resume_node(name);
+    return std::string();
+  });
+  return true;
+}
+
 void NodeKeeper::find_new(const NodeMap& nodes) {
+  for (auto back = returned_.begin(); back != returned_.end();)
+    back = !nodes.contains(back->first) || clock_.now() - back->second.at > kReturnedMemory
+               ? returned_.erase(back)
+               : std::next(back);
   for (const auto& [name, node] : nodes) {
+    if (old_mark(name, *node)) continue;
     if (!wants_replacement(*node) || elsewhere(name)) {
       no_provider_said_.erase(name);
       continue;
@@ -399,7 +440,7 @@ bool NodeKeeper::advance_returning(NodeRepair& repair, const slurm::NodeInfo& no
                                    const NodeMap& nodes) {
   const auto& name = repair.node;
   const auto key = "return " + name;
-  if (writes_.has(key)) return returned(repair, key);
+  if (writes_.has(key)) return returned(repair, key, node.slurmd_start_time);
   // The new instance: a slurmd started since the provider's call (not one
   // that restarted by itself before it) and answering slurmctld.
   if (node.slurmd_start_time == repair.instance || node.slurmd_start_time < repair.called_at ||
@@ -432,13 +473,14 @@ bool NodeKeeper::advance_returning(NodeRepair& repair, const slurm::NodeInfo& no
     if (spare) slurm_.set_node_drain(name, kSpareReason);
     return detail;
   });
-  return returned(repair, key);
+  return returned(repair, key, node.slurmd_start_time);
 }
 
-bool NodeKeeper::returned(NodeRepair& repair, const std::string& key) {
+bool NodeKeeper::returned(NodeRepair& repair, const std::string& key, std::int64_t instance) {
   const auto& name = repair.node;
   const auto detail = written(key, nullptr);
   if (!detail) return true;  // under way
+  returned_[name] = {instance, repair.reason, clock_.now(), false};
   const EventSpec event{EventKind::node_replaced, *detail};
   log::audit(asker_of(repair), name_of(event.kind), event.detail);
   store_.remove_node_repair(name, event);
@@ -462,6 +504,18 @@ void NodeKeeper::drop_unwanted_writes() {
     const auto node = key.substr(space + 1);
     // A spare's drain is taken by keep_spares; a mark while its node is
     // cross-checked; the others while the node's replacement goes on.
+    if (what == "again") {
+      try {
+        writes_.take(key)->get();
+        log::info("{}: resumed once more", node);
+        // Its old mark on a read before this is not a new one either.
+        if (const auto back = returned_.find(node); back != returned_.end())
+          back->second.at = clock_.now();
+      } catch (const std::exception& e) {
+        log::warn("{}: resuming it once more failed: {}", node, e.what());
+      }
+      continue;
+    }
     if (what == "spare" || (what == "mark" && cross_checking_.contains(node)) ||
         ((what == "down" || what == "return") && store_.node_repair(node)))
       continue;

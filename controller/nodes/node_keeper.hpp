@@ -227,6 +227,20 @@ class NodeKeeper {
                                                            std::string& error, bool resolve);
   void watch_heartbeats(const NodeMap& nodes);
   void find_new(const NodeMap& nodes);
+  // Nodes this keeper put back in service lately: the new instance, the
+  // finished replacement's reason, when its resume was in. A node list read
+  // before the resume took, or a slurmctld restarted from state it saved
+  // before it, still shows the old mark on the new instance: not a new mark.
+  struct Returned {
+    std::int64_t instance = 0;
+    std::string reason;
+    Steady::time_point at;
+    bool resumed_again = false;
+  };
+  std::map<std::string, Returned> returned_;
+  // Whether find_new leaves `node`'s mark alone as a returned node's old
+  // one (resumed once more when a read after the return still shows it).
+  bool old_mark(const std::string& name, const slurm::NodeInfo& node);
   // Where the heartbeats stand at one look (under mutex_); false after a
   // stall of the controller (every deadline restarted; a `stalled` event
   // only when some node's agent is heard).
@@ -277,7 +291,7 @@ class NodeKeeper {
   bool advance_returning(NodeRepair& repair, const slurm::NodeInfo& node, const NodeMap& nodes);
   // The returned node's resume (and drain as a spare), under `key`, once
   // in: the replacement ends.
-  bool returned(NodeRepair& repair, const std::string& key);
+  bool returned(NodeRepair& repair, const std::string& key, std::int64_t instance);
   // The provider failed (or the node never came back): again after a
   // backoff, until provider_retries calls have failed.
   void retry_or_fail(NodeRepair& repair);

@@ -581,3 +581,41 @@ TEST_CASE("across a reboot of the controller's host register_timeout counts by w
   k.tick();
   CHECK(k.count(EventKind::provider_failed) == 1);
 }
+
+TEST_CASE("a returned node whose old mark slurmctld shows again is resumed once more, not replaced",
+          "[node_keeper]") {
+  KeeperRig k;
+  k.replace_node1(EventKind::provider_done);
+  auto& node = k.slurm.nodes.at("node1");
+  node.slurmd_start_time = k.store.node_repair("node1")->called_at;
+  k.tick();
+  REQUIRE(k.state("node1") == "none");
+  REQUIRE(k.slurm.updates == Strings{"resume node1"});
+  // slurmctld restarted from state saved before the resume: the new
+  // instance shows the finished replacement's mark again.
+  k.mark("node1", "Action:Replace");
+  k.tick();
+  CHECK(k.state("node1") == "none");
+  CHECK(k.count(EventKind::replace_requested) == 1);
+  CHECK(k.slurm.updates == Strings{"resume node1", "resume node1"});
+  CHECK_FALSE(node.fail);
+  k.tick();
+  // Marked the same way once more after that: a new mark, replaced.
+  k.mark("node1", "Action:Replace");
+  k.tick();
+  CHECK(k.state("node1") != "none");
+  CHECK(k.count(EventKind::replace_requested) == 2);
+}
+
+TEST_CASE("a returned node marked with another reason is replaced again at once", "[node_keeper]") {
+  KeeperRig k;
+  k.replace_node1(EventKind::provider_done);
+  auto& node = k.slurm.nodes.at("node1");
+  node.slurmd_start_time = k.store.node_repair("node1")->called_at;
+  k.tick();
+  REQUIRE(k.state("node1") == "none");
+  k.mark("node1", "Action:Replace gpu: lost");
+  k.tick();
+  CHECK(k.count(EventKind::replace_requested) == 2);
+  CHECK(k.slurm.updates == Strings{"resume node1"});
+}
