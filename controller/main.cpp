@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
     ar::Provisioner* const provisioning = provisioner ? &*provisioner : nullptr;
     // The one place the steps are decided, by the engine and the server.
     ar::Verdicts verdicts(store, reports, clock, config);
-    ar::Engine engine(store, config, keeper, slurm, clock, prober, reports, verdicts, provisioning);
+    ar::Engine engine(store, config, keeper, slurm, clock, prober, reports, verdicts, provisioning,
+                      [&metrics](double seconds) { metrics.look(seconds); });
     ar::Service service(
         store, slurm, clock, [&engine] { engine.wake(); }, reports, verdicts, &keeper, &config,
         provisioning, &metrics);

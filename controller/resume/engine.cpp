@@ -19,8 +19,9 @@ using namespace resume_detail;  // NOLINT: the engine's own helpers
 
 Engine::Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper, slurm::SlurmApi& slurm,
                const Clock& clock, Prober& prober, StepReports& reports, Verdicts& verdicts,
-               Provisioner* provisioner)
-    : store_(store),
+               Provisioner* provisioner, std::function<void(double seconds)> on_look)
+    : on_look_(std::move(on_look)),
+      store_(store),
       config_(config),
       keeper_(keeper),
       reports_(reports),
@@ -64,11 +65,16 @@ void Engine::wake() {
 void Engine::run() {
   const auto period = std::min(config_.probe_interval, milliseconds{500});
   for (;;) {
+    const auto began = std::chrono::steady_clock::now();
     try {
       tick();
     } catch (const std::exception& e) {
       log::warn("resume engine: {}", e.what());
     }
+    // How long a look takes (the metrics' auto_resume_look_seconds): what
+    // a fault found meanwhile waits at most, beside the period.
+    if (on_look_)
+      on_look_(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     std::unique_lock lock(mutex_);
     wakeup_.wait_for(lock, period, [this] { return stopping_ || woken_; });
     if (stopping_) return;
@@ -118,7 +124,7 @@ void Engine::tick() {
   std::erase_if(job_hosts_, [&](const auto& entry) { return !active.contains(entry.first); });
   std::erase_if(missing_since_, [&](const auto& entry) { return !active.contains(entry.first); });
   try {
-    keeper_.tick(nodes, protected_nodes, slurm_slow_);
+    keeper_.tick(nodes, protected_nodes, slurm_slow_, view_started_);
   } catch (const std::exception& e) {
     log::warn("node keeper: {}", e.what());  // the protected steps come first
   }
@@ -307,12 +313,21 @@ const std::vector<slurm::NodeInfo>* Engine::read_nodes(const std::vector<StoredS
     try {
       view_ = read->get();
       view_started_ = read_started_;
-      if (slurm_away_) log::info("slurmctld answers again: the node list is fresh");
+      if (slurm_away_)
+        said_slurm(EventKind::slurm_back,
+                   fmt::format("slurmctld answers again after {} s: the node list is fresh",
+                               std::chrono::duration_cast<std::chrono::seconds>(clock_.now() -
+                                                                                slurm_away_since_)
+                                   .count()));
       slurm_away_ = slurm_slow_ = false;
     } catch (const std::exception& e) {
       if (!view_) throw;
-      if (!slurm_away_)
-        log::warn("cannot load the nodes from slurmctld ({}): {}", e.what(), kMeanwhile);
+      if (!slurm_away_) {
+        slurm_away_since_ = read_started_;
+        said_slurm(
+            EventKind::slurm_slow,
+            fmt::format("cannot load the nodes from slurmctld ({}): {}", e.what(), kMeanwhile));
+      }
       slurm_away_ = slurm_slow_ = true;
     }
   } else {
@@ -321,12 +336,27 @@ const std::vector<slurm::NodeInfo>* Engine::read_nodes(const std::vector<StoredS
     slurm_slow_ = true;
     if (const auto waited = clock_.now() - read_started_;
         !slurm_away_ && view_ && waited >= kSlowRead) {
-      log::warn("slurmctld has not answered for the node list in {} s: {}",
-                std::chrono::duration_cast<std::chrono::seconds>(waited).count(), kMeanwhile);
+      slurm_away_since_ = read_started_;
+      said_slurm(EventKind::slurm_slow,
+                 fmt::format("slurmctld has not answered for the node list in {} s: {}",
+                             std::chrono::duration_cast<std::chrono::seconds>(waited).count(),
+                             kMeanwhile));
       slurm_away_ = true;
     }
   }
   return view_ ? &view_->nodes : nullptr;
+}
+
+void Engine::said_slurm(EventKind kind, const std::string& detail) {
+  if (kind == EventKind::slurm_slow)
+    log::warn("{}", detail);
+  else
+    log::info("{}", detail);
+  try {
+    store_.add_node_event("", {kind, detail});
+  } catch (const std::exception& e) {
+    log::warn("{} (not stored: {})", detail, e.what());
+  }
 }
 
 bool Engine::read_due(const std::vector<StoredStep>& steps) {

@@ -54,7 +54,7 @@ class Engine {
   // prober are the engine's seams: tests pass fakes.
   Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper, slurm::SlurmApi& slurm,
          const Clock& clock, Prober& prober, StepReports& reports, Verdicts& verdicts,
-         Provisioner* provisioner = nullptr);
+         Provisioner* provisioner = nullptr, std::function<void(double seconds)> on_look = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -428,6 +428,7 @@ class Engine {
   // Node instances that failed this job before (name -> slurmd start times).
   std::multimap<std::string, std::int64_t> failed_instances(std::uint32_t job_id);
 
+  std::function<void(double seconds)> on_look_;
   Store& store_;
   const DaemonConfig& config_;
   NodeKeeper& keeper_;
@@ -478,8 +479,11 @@ class Engine {
   bool busy_last_ = true;              // the last look's busy()
   bool changed_ = false;               // a step moved on at the last look: its outcome is read
   std::chrono::milliseconds read_wait_ = kReadWait;
-  bool slurm_slow_ = false;  // this look's: the read failed or is not in
-  bool slurm_away_ = false;  // said in the log: failed, or not in for kSlowRead
+  bool slurm_slow_ = false;              // this look's: the read failed or is not in
+  bool slurm_away_ = false;              // said (slurm_slow): failed, or not in for kSlowRead
+  Steady::time_point slurm_away_since_;  // the read slurmctld did not answer began
+  // A slurm_slow or slurm_back event, logged too.
+  void said_slurm(EventKind kind, const std::string& detail);
   // Errors already logged, per step, so a persisting one is logged once.
   std::map<std::string, std::string> last_error_;
   // The nodes each step runs on, from slurmctld.

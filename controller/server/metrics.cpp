@@ -32,6 +32,7 @@ std::string_view counter_of(std::string_view kind, bool node_event) {
   if (kind == "heartbeat_late") return "auto_resume_heartbeats_late_total";
   if (kind == "stalled") return "auto_resume_controller_stalls_total";
   if (kind == "hung") return "auto_resume_hangs_total";
+  if (kind == "slurm_slow") return "auto_resume_slurmctld_slow_total";
   return {};
 }
 
@@ -55,6 +56,10 @@ ControllerMetrics::ControllerMetrics() {
   r.histogram("auto_resume_recovery_seconds",
               "Time from a protected step's fault to its next attempt running.",
               {5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 1800, 3600});
+  r.histogram("auto_resume_look_seconds",
+              "Time the resume engine's looks take (each decides on what it has and waits on no "
+              "call: a fault found meanwhile waits at most this, beside the look's period).",
+              {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10});
   r.counter("auto_resume_hangs_total",
             "Protected steps found hung: their tasks stopped beating (AUTO_RESUME_PROGRESS).");
   r.counter("auto_resume_failure_checks_total",
@@ -74,6 +79,9 @@ ControllerMetrics::ControllerMetrics() {
   r.counter("auto_resume_controller_stalls_total",
             "Times the controller's own loop stalled while node agents were heard (every heartbeat "
             "deadline restarted).");
+  r.counter("auto_resume_slurmctld_slow_total",
+            "Times slurmctld did not give the node list within 3 s or refused it (slurm_slow "
+            "events; the controller went on with the last list meanwhile).");
   r.counter("auto_resume_requests_total", "Requests answered, by op and outcome.",
             {"op", "outcome"});
   r.counter("auto_resume_sessions_total",
@@ -132,6 +140,10 @@ void ControllerMetrics::provider_call(std::string_view op, std::string_view outc
                                       double seconds) {
   registry_.add("auto_resume_provider_calls_total", {std::string(op), std::string(outcome)});
   registry_.observe("auto_resume_provider_call_seconds", {std::string(op)}, seconds);
+}
+
+void ControllerMetrics::look(double seconds) {
+  registry_.observe("auto_resume_look_seconds", {}, seconds);
 }
 
 void ControllerMetrics::recovered(double seconds) {

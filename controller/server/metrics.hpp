@@ -42,6 +42,8 @@ class ControllerMetrics {
   // A protected step running again (its next attempt registered), this
   // long after its fault was detected.
   void recovered(double seconds);
+  // One look of the resume engine took this long (Engine::run).
+  void look(double seconds);
 
   // What a scrape reads besides the counters (each may be null).
   struct Sources {

@@ -373,6 +373,25 @@ event_seen() {
   events=$("$AR_CLI" events 2>/dev/null) || return 1
   grep -qE -- "$1" <<<"$events"
 }
+# What no look of the engine may take while a call it started waits (1 s;
+# 2.5 s in the sanitizer build, whose code runs several times slower).
+# shellcheck disable=SC2034 # used by the tests that source this file
+LOOK_BOUND=1
+# shellcheck disable=SC2034 # used by the tests that source this file
+[[ -z ${AR_SANITIZER_PRELOAD:-} ]] || LOOK_BOUND=2.5
+# looks_over SECONDS: how many of the resume engine's looks took longer than
+# SECONDS (a bucket bound of auto_resume_look_seconds, docs/metrics.md), and
+# how many it made, "OVER OF", from the metrics at $METRICS (metrics_listen).
+looks_over() {
+  local scraped
+  scraped=$("$AR_SOURCE_DIR/test/integration/scrape.py" "http://$METRICS/metrics" 2>/dev/null) ||
+    fail "no metrics at $METRICS"
+  awk -v le="$1" '
+    $1 == "auto_resume_look_seconds_bucket{le=\"" le "\"}" { within = $2; found = 1 }
+    $1 == "auto_resume_look_seconds_count" { count = $2 }
+    END { if (!found) exit 1; print count - within, count }' <<<"$scraped" ||
+    fail "no auto_resume_look_seconds bucket le=\"$1\" at $METRICS"
+}
 # slurmd_started NODE: the start time of NODE's slurmd instance.
 slurmd_started() { scontrol -o show node "$1" | grep -o ' SlurmdStartTime=[^ ]*' | cut -d= -f2; }
 

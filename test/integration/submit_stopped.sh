@@ -8,7 +8,11 @@
 # stopped, node4 is killed: B's fault is detected and B is relaunched
 # before A's submit ends (a controller that waited on it would stand still
 # for 30 s). A's submit is then killed at its timeout, tried again, and A
-# is relaunched too.
+# is relaunched too. Without slurmdbd, slurmctld also refuses each of the
+# repairs' AdminComment updates for 5 s ("the DB index is being set"): no
+# look of the controller's takes 1 s or more meanwhile (2.5 s under the
+# sanitizers; its metrics' auto_resume_look_seconds), so B's fault waits no
+# longer than it would without them, give or take a second.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -26,7 +30,8 @@ exec "$real_submit" "\$@"
 SCRIPT
 chmod 755 stopper/auto-resume-submit
 AR_DAEMON=$WORK/stopper/$(basename "$AR_DAEMON")
-CONTROLLER_CONF=$'backoff=0\nend_window=1' controller_up
+METRICS=127.0.0.1:$(free_port)
+CONTROLLER_CONF=$'backoff=0\nend_window=1\nmetrics_listen='$METRICS controller_up
 
 for name in a b; do
   # shellcheck disable=SC2016 # expanded by the step's shell
@@ -39,6 +44,8 @@ attempt_started() { [[ $(grep -c "^attempt=$2 " "$1.out" 2>/dev/null) == 2 ]]; }
 wait_until 60 "job A's step" attempt_started a 0
 wait_until 60 "job B's step" attempt_started b 0
 
+read -r over_before looks_before < <(looks_over "$LOOK_BOUND")
+read -r quarter_before _ < <(looks_over 0.25)
 "$CLUSTER_CMD" kill-node "$CLUSTER" node2 >/dev/null
 # stopped_submit: the PID of the stopped auto-resume-submit, if one is.
 stopped_submit() {
@@ -73,6 +80,11 @@ note "node4 killed $((a_timeout - killed_at)) s and job B relaunched $((a_timeou
 wait_until 120 "job A relaunched" relaunched "$a"
 wait_until 60 "job B's attempt 1" attempt_started b 1
 wait_until 60 "job A's attempt 1" attempt_started a 1
+read -r over looks < <(looks_over "$LOOK_BOUND")
+read -r quarter _ < <(looks_over 0.25)
+note "$((looks - looks_before)) looks from node2's kill to A's attempt 1: $((quarter - quarter_before)) of them 0.25 s or longer, $((over - over_before)) $LOOK_BOUND s or longer"
+assert_eq "$((over - over_before))" 0 "the looks of $LOOK_BOUND s or longer while A's submit was stopped and its AdminComment updates refused"
+assert_contains "$WORK/controller.log" "AdminComment" "the controller's log (the refused AdminComment updates)"
 assert_contains "$WORK/controller.log" "auto-resume-submit did not finish within 30 s" "the controller's log"
 "$AR_CLI" events >events.txt
 assert_contains events.txt "job $a [^ ]+ expand_helper: helper job [0-9]+ allocates node[56] for job $a" "job A's helper"

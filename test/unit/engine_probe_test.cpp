@@ -396,6 +396,9 @@ TEST_CASE(
   }
   rig.slurm.reachable = true;
   CHECK_FALSE(rig.has_event("stalled"));
+  // A slow Slurm is said as such, once.
+  CHECK(rig.has_event("slurm_slow"));
+  CHECK_FALSE(rig.has_event("slurm_back"));
   // The marks Slurm refused meanwhile were not counted: no breaker.
   CHECK_FALSE(rig.has_event("breaker_tripped"));
   // Its deadline ran on while slurmctld was away: marked as soon as Slurm
@@ -431,6 +434,8 @@ TEST_CASE(
   }
   CHECK(rig.slurm.node_lists.waiting());  // still the one read
   CHECK_FALSE(rig.has_event("stalled"));
+  CHECK(rig.has_event("slurm_slow"));
+  CHECK_FALSE(rig.has_event("slurm_back"));
   CHECK(rig.step().state == StepState::registered);  // nothing done without slurmctld
   CHECK(rig.slurm.updates.size() == updates);
   // slurmctld answers: the probes and the silence counted meanwhile decide
@@ -440,6 +445,7 @@ TEST_CASE(
   rig.engine->start_reads(5s);  // from now on each look waits for its read
   rig.engine->tick();
   CHECK(rig.slurm.updated("fail node3 Action:Replace heartbeat: no heartbeat for"));
+  CHECK(rig.detail("slurm_back").starts_with("slurmctld answers again after 2"));
   rig.run_for(2);
   CHECK(rig.step().verdict == Verdict::relaunch);
 }

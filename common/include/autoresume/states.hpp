@@ -92,6 +92,9 @@ enum class EventKind {
   unpaused,
   breaker_tripped,
   actions_resumed,
+  // slurmctld itself (docs/design.md, "Who waits where")
+  slurm_slow,  // no answer for the node list within kSlowRead, or a refusal
+  slurm_back,  // it answers again
 };
 
 namespace name_tables {
@@ -119,7 +122,7 @@ struct Table<NodeRepairState> {
 };
 template <>
 struct Table<EventKind> {
-  static constexpr std::array<std::string_view, 48> value{"registered",
+  static constexpr std::array<std::string_view, 50> value{"registered",
                                                           "ended",
                                                           "detected",
                                                           "node_out",
@@ -166,7 +169,9 @@ struct Table<EventKind> {
                                                           "paused",
                                                           "unpaused",
                                                           "breaker_tripped",
-                                                          "actions_resumed"};
+                                                          "actions_resumed",
+                                                          "slurm_slow",
+                                                          "slurm_back"};
 };
 
 // A table per enum, as long as the enum.
@@ -177,7 +182,7 @@ static_assert(Table<RepairMode>::value.size() == static_cast<std::size_t>(Repair
 static_assert(Table<NodeRepairState>::value.size() ==
               static_cast<std::size_t>(NodeRepairState::failed) + 1);
 static_assert(Table<EventKind>::value.size() ==
-              static_cast<std::size_t>(EventKind::actions_resumed) + 1);
+              static_cast<std::size_t>(EventKind::slurm_back) + 1);
 }  // namespace name_tables
 
 template <typename E>
