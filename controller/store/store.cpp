@@ -436,9 +436,19 @@ bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
   });
 }
 
+bool Store::may_move_stored(const StoredStep& step, bool (*from)(StepState), StepState to) {
+  auto stored = find_locked(step.step.run_id, step.step.attempt);
+  if (!stored || !from(stored->state)) return false;
+  move_to(*stored, to);  // throws for a move the table does not hold
+  return true;
+}
+
 bool Store::mark_ended(const StoredStep& step, const Stamp& at, const EventSpec& event) {
   std::lock_guard lock(mutex_);
   return transaction([&] {
+    if (!may_move_stored(
+            step, [](StepState s) { return s == StepState::registered; }, StepState::ended))
+      return false;
     Statement update(db_,
                      "UPDATE steps SET state = 'ended', ended_at = ?, updated_at = ?,"
                      " ended_boot_ms = ?, ended_boot_id = ?"
@@ -459,6 +469,9 @@ bool Store::mark_ended(const StoredStep& step, const Stamp& at, const EventSpec&
 bool Store::cancel(const StoredStep& step, const std::string& message) {
   std::lock_guard lock(mutex_);
   return transaction([&] {
+    if (!may_move_stored(
+            step, [](StepState s) { return s != StepState::decided; }, StepState::decided))
+      return false;
     Statement update(db_,
                      "UPDATE steps SET state = 'decided', verdict = 'cancelled', message = ?,"
                      " updated_at = ? WHERE run_id = ? AND attempt = ? AND state != 'decided'");
@@ -476,6 +489,9 @@ bool Store::cancel(const StoredStep& step, const std::string& message) {
 bool Store::no_fault_if_ended(const StoredStep& step, const std::string& message) {
   std::lock_guard lock(mutex_);
   return transaction([&] {
+    if (!may_move_stored(
+            step, [](StepState s) { return s == StepState::ended; }, StepState::decided))
+      return false;
     Statement update(db_,
                      "UPDATE steps SET state = 'decided', verdict = 'no_fault', message = ?,"
                      " updated_at = ? WHERE run_id = ? AND attempt = ? AND state = 'ended'");

@@ -247,6 +247,10 @@ class Store {
   void exec(const char* sql);
   void migrate();
   std::optional<StoredStep> find_locked(const std::string& run_id, std::uint32_t attempt);
+  // Whether `step`'s stored row is in a state `from` takes, moved to `to`
+  // through the one transition function (move_to: a move its table does not
+  // hold throws); false when someone moved it elsewhere first. Under mutex_.
+  bool may_move_stored(const StoredStep& step, bool (*from)(StepState), StepState to);
   void insert_event(std::int64_t at, const StoredStep& step, const EventSpec& event);
   // A node's events are on behalf of uid `uid` (0: the controller's own).
   void insert_node_event(std::int64_t at, const std::string& node, std::uint32_t job_id,
