@@ -257,12 +257,17 @@ class Engine {
   // What the attempt's tasks said of their progress so far, into the
   // repair's facts (whether any beat, the highest step).
   void note_progress(StoredStep& step);
-  // After a failed end with no node at fault (failure_check=quick): the
-  // quick checks asked of the agents of the step's nodes, once; false while
-  // they run (failure_check_timeout at most). `failed` gets the nodes whose
-  // checks failed.
+  // After a failed end with no node at fault, or a hang (`hung`; its
+  // signal's grace over), with failure_check=quick: the quick checks asked
+  // of the agents of the step's nodes, once; false while they run
+  // (failure_check_timeout at most). `failed` gets the nodes whose checks
+  // failed.
   bool failure_checked(const StoredStep& step, const NodeMap& nodes,
-                       std::vector<FailedNode>& failed);
+                       std::vector<FailedNode>& failed, bool hung = false);
+  // A hung step's nodes checked (failure_checked): those that failed a
+  // check join the repair's failed nodes (out of the job, replaced); false
+  // while the checks run.
+  bool hang_checked(StoredStep& step, const NodeMap& nodes);
   // A fault found while the quick checks run: they are over (a node
   // whose checker marked it before its answer came counts as failed).
   void end_failure_check(const StoredStep& step, const std::vector<FailedNode>& found);

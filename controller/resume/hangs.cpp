@@ -1,8 +1,9 @@
 // The resume engine's failures that Slurm does not see (docs/resume.md,
 // "Hangs and crashes"). A step whose tasks stopped beating is repaired like
 // a node fault with no node at fault: the `hung` event names who stopped
-// first; the hang signal (if asked for) reaches every task, and after its
-// grace the step is cancelled and relaunched in place from its checkpoint,
+// first; the hang signal (if asked for) reaches every task, after its grace
+// the nodes' agents run their quick checks (a node that fails one is a
+// fault), and the step is cancelled and relaunched from its checkpoint,
 // counted in the relaunch budget; hangs in a row with no new highest step
 // end in give_up. A step that failed with no node at fault waits for the
 // quick checks of its nodes' agents: a node that fails one is a fault.
@@ -164,8 +165,27 @@ void Engine::end_failure_check(const StoredStep& step, const std::vector<FailedN
   store_.add_event(step, {EventKind::check_failed, check.found});
 }
 
+bool Engine::hang_checked(StoredStep& step, const NodeMap& nodes) {
+  std::vector<FailedNode> found;
+  if (!failure_checked(step, nodes, found, true)) return false;
+  const auto failed = step.repair.failed_nodes();
+  std::vector<std::string> out;
+  for (auto& f : found)
+    if (!contains(failed, f.node)) {
+      out.push_back(f.node);
+      step.repair.failed.push_back(std::move(f));
+    }
+  if (!out.empty())
+    save(step, EventKind::detected,
+         fmt::format("step {}.{} attempt {} hung, and the quick checks failed on {}: out of the "
+                     "job, replaced",
+                     step.step.job_id, step.step.step_id, step.step.attempt, join(out, ", ")));
+  return true;
+}
+
 bool Engine::failure_checked(const StoredStep& step, const NodeMap& nodes,
-                             std::vector<FailedNode>& failed) {
+                             std::vector<FailedNode>& failed, bool hung) {
+  const char* after = hung ? "after the step hung" : "after the step failed";
   // Held back (observe, paused, the breaker): nothing is asked that could
   // mark a node.
   if (!config_.failure_check) return true;
@@ -174,9 +194,9 @@ bool Engine::failure_checked(const StoredStep& step, const NodeMap& nodes,
   const auto hosts = step_hosts(step);
   auto it = failure_checks_.find(k);
   if (it == failure_checks_.end()) {
-    // Only a step a node of which said a task failed; only nodes whose
-    // agent beats (no agent, no check: said in the verdict).
-    if (!reports_.exits.any_failed(k, hosts)) return true;
+    // Only a hung step, or one a node of which said a task failed; only
+    // nodes whose agent beats (no agent, no check: said in the verdict).
+    if (!hung && !reports_.exits.any_failed(k, hosts)) return true;
     FailureCheck check;
     check.since = clock_.now();
     for (const auto& host : hosts)
@@ -187,8 +207,9 @@ bool Engine::failure_checked(const StoredStep& step, const NodeMap& nodes,
     } else {
       std::vector<std::string> asked;
       for (const auto& [host, id] : check.asked) asked.push_back(host);
-      log::info("step {}: it failed; checking {} (failure_check=quick, {} s at most)", k,
-                slurm::compress_hostlist(asked), whole_seconds(config_.failure_check_timeout));
+      log::info("step {}: it {}; checking {} (failure_check=quick, {} s at most)", k,
+                hung ? "hung" : "failed", slurm::compress_hostlist(asked),
+                whole_seconds(config_.failure_check_timeout));
       reports_.checks.checking(k, slurm::compress_hostlist(asked));
     }
     it = failure_checks_.emplace(k, std::move(check)).first;
@@ -214,8 +235,8 @@ bool Engine::failure_checked(const StoredStep& step, const NodeMap& nodes,
     health_of(host, true, nodes, instance);
     // The checker marked the node (as a health check does): the repair
     // keeps its mark.
-    const auto why = fmt::format("{}quick check after the step failed: {}", kCheckFailed,
-                                 printable(done->detail));
+    const auto why =
+        fmt::format("{}quick check {}: {}", kCheckFailed, after, printable(done->detail));
     found.push_back({host, why, instance});
     what.push_back(fmt::format("{}: {}", host, printable(done->detail)));
   }
@@ -226,7 +247,7 @@ bool Engine::failure_checked(const StoredStep& step, const NodeMap& nodes,
   if (!unknown.empty())
     parts.push_back(fmt::format("no answer from {} within {} s", slurm::compress_hostlist(unknown),
                                 whole_seconds(config_.failure_check_timeout)));
-  check.found = "quick checks after the step failed: " + join(parts, "; ");
+  check.found = fmt::format("quick checks {}: {}", after, join(parts, "; "));
   log::info("step {}: {}", k, check.found);
   store_.add_event(step,
                    {found.empty() ? EventKind::checked : EventKind::check_failed, check.found});

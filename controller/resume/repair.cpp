@@ -51,6 +51,10 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
   if (step.phase == RepairPhase::detected && !step.repair.hang.empty() &&
       !hang_signalled(step, job))
     return;
+  // Then its nodes' quick checks: a node that fails one leaves the job.
+  if (step.phase == RepairPhase::detected && !step.repair.hang.empty() &&
+      !hang_checked(step, nodes))
+    return;
   if (step.phase == RepairPhase::detected && (!check_policy(step, job) || !take_out(step, job)))
     return;
   if (!no_new_faults(step, job, nodes)) return;

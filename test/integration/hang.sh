@@ -5,8 +5,10 @@
 #     stops for good once step 12 is done (the others block in the next
 #     all_reduce): `hung` names node3, rank 2's, as the one that stopped
 #     first; with --auto-resume-hang-signal=USR1 every rank prints its
-#     Python stacks; the step is relaunched in place from its checkpoint
-#     and the training completes, the job never requeued;
+#     Python stacks; the nodes' agents run their quick checks, which pass
+#     (a node that failed one would leave the job, as after a crash); the
+#     step is relaunched in place from its checkpoint and the training
+#     completes, the job never requeued;
 #  2. never a false positive: a step beating slowly (an interval just under
 #     the timeout), one inside an announced section longer than the
 #     timeout, one that never beats, and one whose node holds a folder an
@@ -48,8 +50,9 @@ assert_contains ddp.out "srun exit 0" "the batch script's output"
 "$AR_CLI" events >events.out
 assert_contains events.out "hung: rank 2 on node3 \(last beat [0-9]+ s ago, at step 11\) stopped beating first; 3 other ranks (beat since|stopped later), last [0-9]+ s ago, at step 12 \(hang timeout 10 s\)" "the hung event"
 assert_contains events.out "hang_signal: SIGUSR1 sent to every task of step $job\.0" "the hang signal's event"
+assert_contains events.out "checked: quick checks after the step hung: passed on node\[1-4\]" "the nodes' quick checks after the hang"
 assert_contains events.out "relaunching run $job\.0-[0-9a-f]+ as attempt 1 on node\[1-4\]; the step hung" "the relaunch"
-assert_not_contains events.out "marked|set FAIL" "the events (no node is taken for a hang)"
+assert_not_contains events.out "marked|set FAIL" "the events (no healthy node is taken for a hang)"
 
 # 2. Never a false positive (timeout 6 s), three jobs side by side: beats 4 s
 # apart; a section of 30 s announced, then 12 s without a beat; no beat at

@@ -446,14 +446,21 @@ TEST_CASE("a hang after a new highest step is relaunched again, and so is a faul
 
 namespace {
 
-// Step 10.0 protected, node1-4's agents heard through the server's
-// heartbeat op (as root, from each node's address); srun said it ended.
+// Step 10.0 protected (with a hang timeout of 10 s if `hang`), node1-4's
+// agents heard through the server's heartbeat op (as root, from each node's
+// address).
 struct CheckRig : Rig {
   std::unique_ptr<ar::Service> service;
-  CheckRig() {
+  explicit CheckRig(bool hang = false) {
     service = std::make_unique<ar::Service>(
         *store, slurm, clock, [] {}, reports, *verdicts, keeper.get(), &config);
-    protect();
+    if (hang) {
+      slurm.add_job(10, 1000, {"node1", "node2", "node3", "node4"});
+      register_attempt(0, 0, "node[1-4]", {10, false});
+      clock.advance(1min);  // beats from before the attempt's start are not its own
+    } else {
+      protect();
+    }
     engine->tick();  // the keeper's first look: heartbeats are taken from now
   }
   ar::proto::json call(const std::string& op, ar::proto::json body, uid_t caller,
@@ -546,6 +553,61 @@ TEST_CASE("a node whose quick check failed is a fault: the step is relaunched wi
   CHECK(rig.detail("check_failed") ==
         "quick checks after the step failed: failed on node3: gpu: fail: GPU 0 is lost; passed on "
         "node[1-2,4]");
+}
+
+TEST_CASE("a hung step's nodes get the quick checks: one that fails leaves the job, replaced",
+          "[hang][checks]") {
+  CheckRig rig(true);
+  rig.engine->start_writes();
+  // Every rank beat at step 20, rank 2 (node3) 11 s ago: hung.
+  for (std::uint32_t i = 0; i < 4; ++i)
+    rig.reports.progress.report("node" + std::to_string(i + 1),
+                                {{10, 0, {{i, i == 2 ? 11000U : 100U, {20, "", 0}}}}},
+                                rig.clock.now());
+  rig.beat_all();
+  rig.engine->tick();
+  REQUIRE(rig.step().state == StepState::repairing);
+  CHECK(rig.detail("hung").starts_with("step 10.0 attempt 0 hung: rank 2 on node3"));
+  // The step waits for the checks: nothing cancelled yet.
+  rig.engine->tick();
+  CHECK_FALSE(rig.slurm.updated("kill_step 10.0"));
+  for (const auto* node : {"node1", "node2", "node3", "node4"}) {
+    const auto reply = rig.beat(node);
+    REQUIRE(reply.contains("check"));
+    const auto id = reply["check"]["id"].get<std::uint64_t>();
+    const bool bad = std::string(node) == "node3";
+    rig.beat(node, ar::proto::CheckDone{id, !bad, bad ? "gpu: fail: GPU 0 is lost" : ""});
+  }
+  REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }, 100ms));
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.step().repair.failed_nodes() == std::vector<std::string>{"node3"});
+  CHECK(rig.detail("check_failed") ==
+        "quick checks after the step hung: failed on node3: gpu: fail: GPU 0 is lost; passed on "
+        "node[1-2,4]");
+  CHECK(rig.step().message.find("the step hung: rank 2 on node3") != std::string::npos);
+  CHECK(rig.slurm.updated("shrink 10 node[1-2,4]"));
+}
+
+TEST_CASE("a hung step whose nodes all pass the quick checks runs again on the same nodes",
+          "[hang][checks]") {
+  CheckRig rig(true);
+  rig.engine->start_writes();
+  for (std::uint32_t i = 0; i < 4; ++i)
+    rig.reports.progress.report("node" + std::to_string(i + 1),
+                                {{10, 0, {{i, i == 2 ? 11000U : 100U, {20, "", 0}}}}},
+                                rig.clock.now());
+  rig.beat_all();
+  rig.engine->tick();
+  REQUIRE(rig.step().state == StepState::repairing);
+  for (const auto* node : {"node1", "node2", "node3", "node4"}) {
+    const auto id = rig.beat(node)["check"]["id"].get<std::uint64_t>();
+    rig.beat(node, ar::proto::CheckDone{id, true, ""});
+  }
+  REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }, 100ms));
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.step().repair.failed.empty());
+  CHECK(rig.detail("checked") == "quick checks after the step hung: passed on node[1-4]");
+  CHECK(rig.detail("node_out") == "step 10.0 cancelled; job 10 keeps its nodes (node[1-4])");
 }
 
 TEST_CASE("a checker's mark seen before its answer ends the quick checks as failed",
