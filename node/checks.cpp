@@ -167,6 +167,9 @@ Result run_check(std::string_view check, const HealthConfig& config, unsigned gp
   if (check == "neuron")
     return health::check_neuron_sysfs(config.neuron_sysfs, config.neuron_devices);
   if (check == "efa") return check_efa(config);
+  if (check == "disk")
+    return health::check_disk(config.disk_paths, config.disk_min_free_mb * 1024 * 1024,
+                              config.timeout);
   return check_cpu(config, record_baseline);
 }
 

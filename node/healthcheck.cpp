@@ -81,6 +81,10 @@ struct Options {
        ""},
       {"--diag-timeout", "diag_timeout", "SECONDS",
        "dcgm-diag: how long dcgmi diag may take (default 900)", ""},
+      {"--disk-paths", "disk_paths", "PATHS",
+       "disk: the file systems that must take a write, comma-separated (default /tmp)", ""},
+      {"--disk-min-free-mb", "disk_min_free_mb", "MIB",
+       "disk: the space each must have free (default 1024; 0: not looked at)", ""},
   };
 };
 
@@ -94,8 +98,8 @@ void add_options(CLI::App& app, Options& options) {
                      ar::health::kDefaultHealthConfig + ", if it exists)")
       ->type_name("FILE");
   app.add_option("--check", options.checks,
-                 "Checks to run (default gpu): gpu, dcgm, neuron, efa (passive); cpu, dcgm-diag "
-                 "(active)")
+                 "Checks to run (default gpu): gpu, dcgm, neuron, efa, disk (passive); cpu, "
+                 "dcgm-diag (active)")
       ->type_name("CHECK");
   app.add_option("--drain-only", options.drain_only,
                  "Checks whose failure only drains the node (Action:Drain) instead of failing it")

@@ -50,6 +50,8 @@ baseline_file=/var/tmp/baseline
 min_fraction=0.75
 diag_level=3
 diag_timeout=3600
+disk_paths=/tmp, /var/tmp
+disk_min_free_mb=0
 )",
                                      "hc.conf");
   CHECK(c.checks == std::vector<std::string>{"neuron", "efa", "cpu", "dcgm-diag"});
@@ -69,6 +71,8 @@ diag_timeout=3600
   CHECK(c.min_fraction == Approx(0.75));
   CHECK(c.diag_level == 3);
   CHECK(c.diag_timeout == 3600s);
+  CHECK(c.disk_paths == std::vector<std::filesystem::path>{"/tmp", "/var/tmp"});
+  CHECK(c.disk_min_free_mb == 0);
   CHECK(ar::health::action_for(c, "efa") == ar::health::Action::drain);
   CHECK(ar::health::action_for(c, "neuron") == ar::health::Action::replace);
 }
@@ -82,10 +86,11 @@ TEST_CASE("a bad health check configuration names file, line, key and value", "[
   fails("# first\nbogus=1\n",
         "hc.conf:2: unknown key 'bogus' (known: checks, drain_only, gpus, neuron_devices, "
         "efa_devices, nvidia_smi, dcgmi, fi_info, fi_pingpong, stress_ng, neuron_sysfs, timeout, "
-        "stress_seconds, baseline_file, min_fraction, diag_level, diag_timeout)");
+        "stress_seconds, baseline_file, min_fraction, diag_level, diag_timeout, disk_paths, "
+        "disk_min_free_mb)");
   fails("checks=gpu,banana",
         "hc.conf:1: invalid value 'gpu,banana' for checks: unknown check 'banana' (known: gpu, "
-        "dcgm, neuron, efa, cpu, dcgm-diag)");
+        "dcgm, neuron, efa, disk, cpu, dcgm-diag)");
   fails("checks=gpu,gpu",
         "hc.conf:1: invalid value 'gpu,gpu' for checks: check 'gpu' is named "
         "twice");
@@ -93,7 +98,7 @@ TEST_CASE("a bad health check configuration names file, line, key and value", "[
   fails("checks=gpu,", "hc.conf:1: invalid value 'gpu,' for checks: an empty entry in the list");
   fails("drain_only=gpu;cpu",
         "hc.conf:1: invalid value 'gpu;cpu' for drain_only: unknown check 'gpu;cpu' (known: gpu, "
-        "dcgm, neuron, efa, cpu, dcgm-diag)");
+        "dcgm, neuron, efa, disk, cpu, dcgm-diag)");
   fails("gpus=-1", "hc.conf:1: invalid value '-1' for gpus: expected an integer from 0 to 1024");
   fails("neuron_devices=many",
         "hc.conf:1: invalid value 'many' for neuron_devices: expected an integer from 0 to 1024");
@@ -114,6 +119,13 @@ TEST_CASE("a bad health check configuration names file, line, key and value", "[
         "hc.conf:1: invalid value '2' for min_fraction: expected a fraction from 0.01 to 1");
   fails("diag_level=5",
         "hc.conf:1: invalid value '5' for diag_level: expected an integer from 1 to 4");
+  fails("disk_paths=/tmp,scratch",
+        "hc.conf:1: invalid value 'scratch' for disk_paths: expected an absolute path");
+  fails("disk_paths=/tmp,,/var",
+        "hc.conf:1: invalid value '/tmp,,/var' for disk_paths: an empty entry in the list");
+  fails("disk_min_free_mb=lots",
+        "hc.conf:1: invalid value 'lots' for disk_min_free_mb: expected an integer from 0 to "
+        "1099511627776");
   fails("timeout=5\nTIMEOUT=6", "hc.conf:2: key 'timeout' is set twice");
   fails("gpu", "hc.conf:1: expected key=value, got 'gpu'");
 }

@@ -1,9 +1,12 @@
 #include "autoresume/health.hpp"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "autoresume/resume.hpp"
+#include "fakes.hpp"  // TempDir
 #include "fixture.hpp"
 
 using ar::health::Status;
@@ -120,4 +123,32 @@ TEST_CASE("the CPU stress check fails on errors and on a slow CPU", "[health]") 
   CHECK(r.detail == "stress-ng exited 1");
   r = ar::health::check_cpu_stress("stress-ng: info: [1] done\n", 0, std::nullopt, 0.5);
   CHECK(r.detail == "no cpu metrics in stress-ng's output");
+}
+
+TEST_CASE("disk: paths that take a write pass; a missing, full or unwritable one fails, named",
+          "[health]") {
+  ar::test::TempDir a;
+  ar::test::TempDir b;
+  auto r = ar::health::check_disk({a.path, b.path}, 0, std::chrono::seconds{30});
+  CHECK(r.check == "disk");
+  CHECK(r.status == Status::pass);
+  CHECK(r.detail == a.path.string() + ", " + b.path.string() + " take a write");
+  CHECK(std::filesystem::is_empty(a.path));  // the test file is removed
+  r = ar::health::check_disk({a.path, a.path / "gone"}, 0, std::chrono::seconds{30});
+  CHECK(r.status == Status::fail);
+  CHECK(r.detail == (a.path / "gone").string() + ": cannot look at it: No such file or directory");
+  // More free space asked for than any disk has.
+  r = ar::health::check_disk({a.path}, 1ULL << 62, std::chrono::seconds{30});
+  CHECK(r.status == Status::fail);
+  CHECK(r.detail.find(" MiB free, under disk_min_free_mb=") != std::string::npos);
+  // A path the test file cannot be created in (a file, not a folder).
+  std::ofstream(a.path / "plain") << "x";
+  r = ar::health::check_disk({a.path / "plain"}, 0, std::chrono::seconds{30});
+  CHECK(r.status == Status::fail);
+  CHECK(r.detail == (a.path / "plain").string() + ": cannot create a test file: Not a directory");
+  // /proc takes no file: named as such, not taken for a hang.
+  r = ar::health::check_disk({"/proc"}, 0, std::chrono::seconds{30});
+  CHECK(r.status == Status::fail);
+  CHECK(r.detail.starts_with("/proc: "));
+  CHECK(ar::health::not_applicable("disk", 0) == std::nullopt);
 }

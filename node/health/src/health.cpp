@@ -80,7 +80,7 @@ std::string_view to_string(Status status) {
 }
 
 std::optional<Result> not_applicable(std::string_view check, unsigned expected) {
-  if (expected > 0 || check == "cpu") return std::nullopt;
+  if (expected > 0 || check == "cpu" || check == "disk") return std::nullopt;
   const std::string_view hardware = check == "neuron" ? "Neuron devices"
                                     : check == "efa"  ? "EFA devices"
                                                       : "GPUs";

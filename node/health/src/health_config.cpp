@@ -13,7 +13,7 @@ namespace {
 constexpr std::string_view kKnownKeys =
     "checks, drain_only, gpus, neuron_devices, efa_devices, nvidia_smi, dcgmi, fi_info, "
     "fi_pingpong, stress_ng, neuron_sysfs, timeout, stress_seconds, baseline_file, min_fraction, "
-    "diag_level, diag_timeout";
+    "diag_level, diag_timeout, disk_paths, disk_min_free_mb";
 
 std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
 
@@ -114,6 +114,18 @@ void apply_health_setting(HealthConfig& config, std::string_view key_text, std::
     config.min_fraction = parse_fraction(key, value);
   } else if (key == "diag_level") {
     config.diag_level = static_cast<unsigned>(parse_uint(key, value, 1, 4));
+  } else if (key == "disk_paths") {
+    config.disk_paths.clear();
+    std::size_t start = 0;
+    while (start <= value.size()) {
+      const auto end = std::min(value.find(',', start), value.size());
+      const auto path = trim(value.substr(start, end - start));
+      start = end + 1;
+      if (path.empty()) invalid_value(key, value, "an empty entry in the list");
+      config.disk_paths.push_back(parse_absolute_path(key, path));
+    }
+  } else if (key == "disk_min_free_mb") {
+    config.disk_min_free_mb = parse_uint(key, value, 0, 1ULL << 40);
   } else if (key == "diag_timeout") {
     config.diag_timeout = parse_seconds(key, value, std::chrono::hours{24});
   } else {

@@ -6,9 +6,13 @@
 // health_neuron.hpp, health_efa.hpp); the checker's configuration file is
 // health_config.hpp's. docs/health.md describes them all.
 
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ar::health {
 
@@ -38,7 +42,7 @@ struct ToolRun {
 // (`expected`, its configured count, is 0): not applicable, "no GPUs
 // configured for this node" (gpu, dcgm, dcgm-diag), "no Neuron devices ..."
 // (neuron), "no EFA devices ..." (efa). Nothing when `expected` > 0, and for
-// a check that applies to every node (cpu).
+// a check that applies to every node (cpu, disk).
 std::optional<Result> not_applicable(std::string_view check, unsigned expected);
 
 // What a failed check does to the node: FAIL it for replacement, or only
@@ -67,6 +71,14 @@ Result check_cpu_stress(std::string_view output, int exit_status, std::optional<
                         double min_fraction);
 // The cpu throughput in stress-ng's metrics, if there is one.
 std::optional<double> cpu_ops_per_second(std::string_view output);
+
+// Disk: each of `paths` takes a write: not mounted read-only, at least
+// `min_free_bytes` free to an unprivileged user (0: not looked at), and a
+// small test file created, written, synced, read back and removed. A file
+// system that does not answer within `timeout` (a hung mount) fails the
+// check; the probe runs on a thread of its own, left behind then.
+Result check_disk(const std::vector<std::filesystem::path>& paths, std::uint64_t min_free_bytes,
+                  std::chrono::milliseconds timeout);
 
 // The GPUs a node's configured GRES string names ("gpu:8",
 // "gpu:h100:4(S:0-1),gpu:a100:2", "foo:2" -> 0). Throws

@@ -22,9 +22,11 @@ inline constexpr const char* kDefaultHealthConfig = "/etc/auto-resume/healthchec
 
 // The checks, passive first: gpu (nvidia-smi), dcgm (DCGM's health
 // watches), neuron (the Neuron driver's counters), efa (fi_info and
-// fi_pingpong); then the active ones, which stress the node and run only on
-// idle or drained nodes (or on demand): cpu (stress-ng), dcgm-diag.
-inline constexpr std::string_view kChecks[] = {"gpu", "dcgm", "neuron", "efa", "cpu", "dcgm-diag"};
+// fi_pingpong), disk (the file systems jobs write to take a write); then the
+// active ones, which stress the node and run only on idle or drained nodes
+// (or on demand): cpu (stress-ng), dcgm-diag.
+inline constexpr std::string_view kChecks[] = {"gpu",  "dcgm", "neuron",   "efa",
+                                               "disk", "cpu",  "dcgm-diag"};
 bool is_active_check(std::string_view check);
 
 struct HealthConfig {
@@ -50,6 +52,10 @@ struct HealthConfig {
   unsigned stress_seconds = 60;
   std::filesystem::path baseline_file = "/var/lib/auto-resume/cpu-baseline";
   double min_fraction = 0.5;
+  // disk: the file systems that must take a write, and the space each
+  // must have free (MiB; 0: not looked at). Each gets `timeout`.
+  std::vector<std::filesystem::path> disk_paths{"/tmp"};
+  std::uint64_t disk_min_free_mb = 1024;
   // dcgm-diag: `dcgmi diag -r diag_level`, which may take diag_timeout.
   unsigned diag_level = 2;
   std::chrono::milliseconds diag_timeout{900'000};
