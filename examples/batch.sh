@@ -14,9 +14,12 @@
 # on), else to checkpoints/JOB_ID under the folder the job was submitted from;
 # see examples/README.md.
 # The one srun below is what auto-resume protects; give --auto-resume=1 to
-# sbatch instead to make it the default for every srun of the job.
+# sbatch instead to make it the default for every srun of the job. The
+# training beats through AUTO_RESUME_PROGRESS (examples/train.py), so
+# --auto-resume-hang-timeout=auto also relaunches it when it hangs, from a
+# timeout learned from its own pace (docs/resume.md, "Hangs and crashes").
 set -euo pipefail
 
 args=("$@")
 ((${#args[@]})) || args=(--steps 100 --checkpoint-every 10 --step-seconds 0.1)
-srun --auto-resume=1 examples/train_auto_resume.sh "${args[@]}"
+srun --auto-resume=1 --auto-resume-hang-timeout=auto examples/train_auto_resume.sh "${args[@]}"
