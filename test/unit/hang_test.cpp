@@ -558,7 +558,15 @@ TEST_CASE("a node whose quick check failed is a fault: the step is relaunched wi
 TEST_CASE("a hung step's nodes get the quick checks: one that fails leaves the job, replaced",
           "[hang][checks]") {
   CheckRig rig(true);
+  // Every outside call on threads of their own, as in the controller: the
+  // looks make none (the checks, the signal and the cancel included).
+  rig.engine->outbox().start();
+  rig.engine->start_submits();
   rig.engine->start_writes();
+  rig.engine->start_reads(5s);
+  rig.engine->start_probes();
+  rig.keeper->start_calls();
+  rig.slurm.look_thread = std::this_thread::get_id();
   // Every rank beat at step 20, rank 2 (node3) 11 s ago: hung.
   for (std::uint32_t i = 0; i < 4; ++i)
     rig.reports.progress.report("node" + std::to_string(i + 1),
@@ -586,6 +594,10 @@ TEST_CASE("a hung step's nodes get the quick checks: one that fails leaves the j
         "node[1-2,4]");
   CHECK(rig.step().message.find("the step hung: rank 2 on node3") != std::string::npos);
   CHECK(rig.slurm.updated("shrink 10 node[1-2,4]"));
+  CHECK(rig.slurm.look_thread_calls == 0);
+  REQUIRE(rig.engine->writes_settled(5s));
+  REQUIRE(rig.engine->submits_settled(5s));
+  rig.engine->outbox().drain();
 }
 
 TEST_CASE("a hung step whose nodes all pass the quick checks runs again on the same nodes",

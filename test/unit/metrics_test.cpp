@@ -130,6 +130,23 @@ TEST_CASE("the controller counts events, requests and provider calls into fixed 
   CHECK(r.value("auto_resume_provider_call_seconds", {"create"}) == 2);
   m.recovered(42);
   CHECK_THAT(m.scrape({}), Contains("auto_resume_recovery_seconds_bucket{le=\"45\"} 1\n"));
+  // Hangs, the quick checks by outcome, a slow Slurm, the looks' time.
+  m.event("hung", false);
+  m.event("checked", false);
+  m.event("check_failed", false);
+  m.event("check_failed", false);
+  m.event("slurm_slow", true);
+  CHECK(r.value("auto_resume_hangs_total") == 1);
+  CHECK(r.value("auto_resume_failure_checks_total", {"passed"}) == 1);
+  CHECK(r.value("auto_resume_failure_checks_total", {"failed"}) == 2);
+  CHECK(r.value("auto_resume_slurmctld_slow_total") == 1);
+  m.look(0.003);
+  m.look(1.5);
+  const auto text = m.scrape({});
+  CHECK_THAT(text, Contains("auto_resume_look_seconds_bucket{le=\"0.005\"} 1\n"));
+  CHECK_THAT(text, Contains("auto_resume_look_seconds_bucket{le=\"1\"} 1\n"));
+  CHECK_THAT(text, Contains("auto_resume_look_seconds_bucket{le=\"2.5\"} 2\n"));
+  CHECK_THAT(text, Contains("auto_resume_look_seconds_count 2\n"));
 }
 
 TEST_CASE("scrapes at once each show every gauge they set", "[metrics]") {
