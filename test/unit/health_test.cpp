@@ -125,7 +125,7 @@ TEST_CASE("the CPU stress check fails on errors and on a slow CPU", "[health]") 
   CHECK(r.detail == "no cpu metrics in stress-ng's output");
 }
 
-TEST_CASE("disk: paths that take a write pass; a missing, full or unwritable one fails, named",
+TEST_CASE("disk: paths that take a write pass, and a missing, full or unwritable one fails, named",
           "[health]") {
   ar::test::TempDir a;
   ar::test::TempDir b;
