@@ -3,7 +3,9 @@
 // engine's unit tests: job 10 of uid 1000 on node1-4 protected as run "r".
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "fakes.hpp"
 #include "nodes/node_keeper.hpp"
@@ -63,6 +65,24 @@ struct EngineRig : ar::test::Fakes {
     REQUIRE(store->register_step(step, 1000) == ar::Store::Insert::created);
   }
   ar::StoredStep step(std::uint32_t attempt = 0) { return store->find("r", attempt).value(); }
+  // Every outside call on threads of their own, as in the controller; the
+  // calls the fake Slurm gets on this thread (the looks') are counted
+  // (slurm.look_thread_calls: there must be none).
+  void start_calls() {
+    engine->outbox().start();
+    engine->start_submits();
+    engine->start_writes();
+    engine->start_reads(std::chrono::seconds{5});
+    engine->start_probes();
+    keeper->start_calls();
+    slurm.look_thread = std::this_thread::get_id();
+  }
+  // The calls started settled, the outbox's posts done.
+  void settle_calls() {
+    REQUIRE(engine->writes_settled(std::chrono::seconds{5}));
+    REQUIRE(engine->submits_settled(std::chrono::seconds{5}));
+    engine->outbox().drain();
+  }
   // node3 of the protected step fails; the repair then waits for its helper
   // job (5000, for node5), which Slurm keeps pending.
   void fault_with_pending_helper() {

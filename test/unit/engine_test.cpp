@@ -832,13 +832,7 @@ TEST_CASE(
   rig.register_attempt(0, 0, "node[1-2]");
   rig.register_attempt(1, 1, "node[3-4]");
   // Every outside call on threads of their own, as in the controller.
-  rig.engine->outbox().start();
-  rig.engine->start_submits();
-  rig.engine->start_writes();
-  rig.engine->start_reads(5s);
-  rig.engine->start_probes();
-  rig.keeper->start_calls();
-  rig.slurm.look_thread = std::this_thread::get_id();
+  rig.start_calls();
   rig.engine->tick();
   // A node under each step dies: one step's repair begins, and the other
   // waits for the next look (on a read made after that change).
@@ -854,9 +848,7 @@ TEST_CASE(
     return rig.step(0).state == StepState::decided && rig.step(1).state == StepState::decided;
   }));
   CHECK(rig.slurm.look_thread_calls == 0);
-  REQUIRE(rig.engine->writes_settled(5s));
-  REQUIRE(rig.engine->submits_settled(5s));
-  rig.engine->outbox().drain();
+  rig.settle_calls();
 }
 
 TEST_CASE("slurmctld gone during a look: the other steps wait for the next look, not a call each",

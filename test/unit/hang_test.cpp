@@ -479,6 +479,13 @@ struct CheckRig : Rig {
   void beat_all() {
     for (const auto* node : {"node1", "node2", "node3", "node4"}) beat(node);
   }
+  // Every rank of step 10.0 beat at step 20, rank 2 (node3) 11 s ago:
+  // hung, with a hang timeout of 10 s.
+  void hang_rank2() {
+    for (std::uint32_t i = 0; i < 4; ++i)
+      reports.progress.report("node" + std::to_string(i + 1),
+                              {{10, 0, {{i, i == 2 ? 11000U : 100U, {20, "", 0}}}}}, clock.now());
+  }
   // Every node's step daemon reports; node3's task failed. srun ends.
   void fail_on_node3() {
     const std::vector<std::string> hosts{"node1", "node2", "node3", "node4"};
@@ -560,18 +567,8 @@ TEST_CASE("a hung step's nodes get the quick checks: one that fails leaves the j
   CheckRig rig(true);
   // Every outside call on threads of their own, as in the controller: the
   // looks make none (the checks, the signal and the cancel included).
-  rig.engine->outbox().start();
-  rig.engine->start_submits();
-  rig.engine->start_writes();
-  rig.engine->start_reads(5s);
-  rig.engine->start_probes();
-  rig.keeper->start_calls();
-  rig.slurm.look_thread = std::this_thread::get_id();
-  // Every rank beat at step 20, rank 2 (node3) 11 s ago: hung.
-  for (std::uint32_t i = 0; i < 4; ++i)
-    rig.reports.progress.report("node" + std::to_string(i + 1),
-                                {{10, 0, {{i, i == 2 ? 11000U : 100U, {20, "", 0}}}}},
-                                rig.clock.now());
+  rig.start_calls();
+  rig.hang_rank2();
   rig.beat_all();
   rig.engine->tick();
   REQUIRE(rig.step().state == StepState::repairing);
@@ -595,19 +592,14 @@ TEST_CASE("a hung step's nodes get the quick checks: one that fails leaves the j
   CHECK(rig.step().message.find("the step hung: rank 2 on node3") != std::string::npos);
   CHECK(rig.slurm.updated("shrink 10 node[1-2,4]"));
   CHECK(rig.slurm.look_thread_calls == 0);
-  REQUIRE(rig.engine->writes_settled(5s));
-  REQUIRE(rig.engine->submits_settled(5s));
-  rig.engine->outbox().drain();
+  rig.settle_calls();
 }
 
 TEST_CASE("a hung step whose nodes all pass the quick checks runs again on the same nodes",
           "[hang][checks]") {
   CheckRig rig(true);
   rig.engine->start_writes();
-  for (std::uint32_t i = 0; i < 4; ++i)
-    rig.reports.progress.report("node" + std::to_string(i + 1),
-                                {{10, 0, {{i, i == 2 ? 11000U : 100U, {20, "", 0}}}}},
-                                rig.clock.now());
+  rig.hang_rank2();
   rig.beat_all();
   rig.engine->tick();
   REQUIRE(rig.step().state == StepState::repairing);

@@ -123,6 +123,15 @@ struct KeeperRig : ar::test::Fakes {
     tick();
     REQUIRE(tick_until([&] { return count(until) == 1; }));
   }
+  // node1 replaced and back in service as a new instance; its node.
+  ar::slurm::NodeInfo& return_node1() {
+    replace_node1(EventKind::provider_done);
+    auto& node = slurm.nodes.at("node1");
+    node.slurmd_start_time = store.node_repair("node1")->called_at;
+    tick();
+    REQUIRE(state("node1") == "none");
+    return node;
+  }
 };
 
 }  // namespace

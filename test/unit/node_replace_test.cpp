@@ -585,11 +585,7 @@ TEST_CASE("across a reboot of the controller's host register_timeout counts by w
 TEST_CASE("a returned node whose old mark slurmctld shows again is resumed once more, not replaced",
           "[node_keeper]") {
   KeeperRig k;
-  k.replace_node1(EventKind::provider_done);
-  auto& node = k.slurm.nodes.at("node1");
-  node.slurmd_start_time = k.store.node_repair("node1")->called_at;
-  k.tick();
-  REQUIRE(k.state("node1") == "none");
+  auto& node = k.return_node1();
   REQUIRE(k.slurm.updates == Strings{"resume node1"});
   // slurmctld restarted from state saved before the resume: the new
   // instance shows the finished replacement's mark again.
@@ -609,11 +605,7 @@ TEST_CASE("a returned node whose old mark slurmctld shows again is resumed once 
 
 TEST_CASE("a returned node marked with another reason is replaced again at once", "[node_keeper]") {
   KeeperRig k;
-  k.replace_node1(EventKind::provider_done);
-  auto& node = k.slurm.nodes.at("node1");
-  node.slurmd_start_time = k.store.node_repair("node1")->called_at;
-  k.tick();
-  REQUIRE(k.state("node1") == "none");
+  k.return_node1();
   k.mark("node1", "Action:Replace gpu: lost");
   k.tick();
   CHECK(k.count(EventKind::replace_requested) == 2);
