@@ -166,6 +166,7 @@ const std::vector<NodeInfo>& NodeWatcher::load() {
     node.completing = (n.node_state & NODE_STATE_COMPLETING) != 0;
     node.allocated = base == NODE_STATE_ALLOCATED || base == NODE_STATE_MIXED;
     node.reason = text(n.reason);
+    node.reason_time = n.reason_time;
     node.slurmd_start_time = n.slurmd_start_time;
     node.gres = text(n.gres);
     node.cloud = (n.node_state & NODE_STATE_CLOUD) != 0;

@@ -91,6 +91,7 @@ struct NodeInfo {
   bool completing = false;
   bool allocated = false;  // jobs run on it (ALLOCATED or MIXED)
   std::string reason;
+  std::int64_t reason_time = 0;        // when the reason was set (Unix seconds; 0: unknown)
   std::int64_t slurmd_start_time = 0;  // tells one instance of a node from the next
   std::string gres;                    // configured, e.g. gpu:8
   // Power saving (CLOUD slots of continuous provisioning, docs/provisioning.md).

@@ -239,31 +239,32 @@ bool NodeKeeper::old_mark(const std::string& name, const slurm::NodeInfo& node) 
   const auto back = returned_.find(name);
   if (back == returned_.end()) return false;
   auto& was = back->second;
-  const bool read_after = nodes_read_at_ > was.at;
-  if (!wants_replacement(node) || node.slurmd_start_time != was.instance ||
-      node.reason != was.reason) {
-    // In service on a read after the resume (or another mark, another
-    // instance): forgotten.
-    if (read_after || node.slurmd_start_time != was.instance) returned_.erase(back);
-    return false;
-  }
-  // Read before the resume took, or resumed once more just now.
-  if (!read_after || writes_.has("again " + name)) return true;
-  if (was.resumed_again) {
-    // The same mark after a second resume: someone set it again.
+  // Another instance since, or a replacement asked for again (an admin's
+  // `replace`): nothing of the return is left to tell apart.
+  if (node.slurmd_start_time != was.instance || store_.node_repair(name)) {
     returned_.erase(back);
     return false;
   }
-  // Lost in slurmctld (a restart from state saved before the resume):
-  // resumed once more, on a thread of its own; taken by
-  // drop_unwanted_writes.
-  was.resumed_again = true;
+  if (!wants_replacement(node)) return false;  // in service
+  // A mark set after the replacement began is a new one (the same check
+  // failing again on the new instance, an admin's mark): replaced again.
+  // One whose time slurmctld does not say counts as new.
+  if (node.reason != was.reason || node.reason_time == 0 || node.reason_time > was.marked_by) {
+    returned_.erase(back);
+    return false;
+  }
+  // The old mark: a read from before the resume took, or a slurmctld
+  // restarted from state it saved before it. Resumed once more (on a
+  // thread of its own; taken by drop_unwanted_writes) on a read after the
+  // last resume, until slurmctld keeps it.
+  if (nodes_read_at_ <= was.at || writes_.has("again " + name)) return true;
   log::info(
       "{}: slurmctld shows the mark its replacement ended ({}) on the new instance again: "
       "resuming it once more",
       name, node.reason);
-  writes_.run("again " + name, [this, name] {
+  writes_.run("again " + name, [this, name, spare = was.spare] {
     slurm_.resume_node(name);
+    if (spare) slurm_.set_node_drain(name, kSpareReason);
     return std::string();
   });
   return true;
@@ -473,6 +474,7 @@ bool NodeKeeper::advance_returning(NodeRepair& repair, const slurm::NodeInfo& no
     if (spare) slurm_.set_node_drain(name, kSpareReason);
     return detail;
   });
+  if (ours && !short_of.empty()) returning_spares_.insert(name);
   return returned(repair, key, node.slurmd_start_time);
 }
 
@@ -480,7 +482,8 @@ bool NodeKeeper::returned(NodeRepair& repair, const std::string& key, std::int64
   const auto& name = repair.node;
   const auto detail = written(key, nullptr);
   if (!detail) return true;  // under way
-  returned_[name] = {instance, repair.reason, clock_.now(), false};
+  returned_[name] = {instance, repair.reason, repair.started().wall, clock_.now(),
+                     returning_spares_.erase(name) > 0};
   const EventSpec event{EventKind::node_replaced, *detail};
   log::audit(asker_of(repair), name_of(event.kind), event.detail);
   store_.remove_node_repair(name, event);
@@ -508,12 +511,13 @@ void NodeKeeper::drop_unwanted_writes() {
       try {
         writes_.take(key)->get();
         log::info("{}: resumed once more", node);
-        // Its old mark on a read before this is not a new one either.
-        if (const auto back = returned_.find(node); back != returned_.end())
-          back->second.at = clock_.now();
       } catch (const std::exception& e) {
-        log::warn("{}: resuming it once more failed: {}", node, e.what());
+        log::warn("{}: resuming it once more failed (tried again at a later look): {}", node,
+                  e.what());
       }
+      // A read before this answer may still show the old mark.
+      if (const auto back = returned_.find(node); back != returned_.end())
+        back->second.at = clock_.now();
       continue;
     }
     if (what == "spare" || (what == "mark" && cross_checking_.contains(node)) ||

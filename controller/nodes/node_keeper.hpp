@@ -227,15 +227,19 @@ class NodeKeeper {
                                                            std::string& error, bool resolve);
   void watch_heartbeats(const NodeMap& nodes);
   void find_new(const NodeMap& nodes);
-  // Nodes this keeper put back in service lately: the new instance, the
-  // finished replacement's reason, when its resume was in. A node list read
-  // before the resume took, or a slurmctld restarted from state it saved
-  // before it, still shows the old mark on the new instance: not a new mark.
+  // Nodes this keeper put back in service lately (for kReturnedMemory):
+  // the new instance, the finished replacement's reason, when the
+  // replacement began (Unix seconds: a mark set before it is the old one),
+  // when its last resume was in, and whether it went back as a spare. A
+  // node list read before the resume took, or a slurmctld restarted from
+  // state it saved before it, still shows the old mark on the new
+  // instance: not a new mark.
   struct Returned {
     std::int64_t instance = 0;
     std::string reason;
+    std::int64_t marked_by = 0;
     Steady::time_point at;
-    bool resumed_again = false;
+    bool spare = false;
   };
   std::map<std::string, Returned> returned_;
   // Whether find_new leaves `node`'s mark alone as a returned node's old
@@ -292,6 +296,7 @@ class NodeKeeper {
   // The returned node's resume (and drain as a spare), under `key`, once
   // in: the replacement ends.
   bool returned(NodeRepair& repair, const std::string& key, std::int64_t instance);
+  std::set<std::string> returning_spares_;  // returns whose write drains a spare too
   // The provider failed (or the node never came back): again after a
   // backoff, until provider_retries calls have failed.
   void retry_or_fail(NodeRepair& repair);

@@ -83,7 +83,13 @@ class FailureChecks {
   mutable std::mutex mutex_;
   std::map<std::string, Ask> asks_;
   std::map<std::string, std::string> steps_;
-  std::uint64_t next_id_ = 0;
+  // From the wall clock's milliseconds at start: an agent takes an ask whose
+  // id it ran already for that run (and answers with its old result), so a
+  // restarted controller must not hand out its predecessor's ids again.
+  std::uint64_t next_id_ =
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
 };
 
 }  // namespace ar

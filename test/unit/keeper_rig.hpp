@@ -104,11 +104,14 @@ struct KeeperRig : ar::test::Fakes {
     const auto repair = store.node_repair(node);
     return repair ? std::string(ar::name_of(repair->state)) : "none";
   }
-  // A mark set in Slurm directly (an admin's scontrol, a health check).
-  void mark(const std::string& node, const std::string& reason, bool down = false) {
+  // A mark set in Slurm directly (an admin's scontrol, a health check),
+  // now or at `reason_time` (Unix seconds).
+  void mark(const std::string& node, const std::string& reason, bool down = false,
+            std::int64_t reason_time = 0) {
     auto& n = slurm.nodes.at(node);
     (down ? n.down : n.fail) = true;
     n.reason = reason;
+    n.reason_time = reason_time != 0 ? reason_time : clock.unix_now();
   }
   // Back in service by hand (scontrol update state=resume).
   void resume_by_hand(const std::string& node) {

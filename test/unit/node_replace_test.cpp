@@ -582,21 +582,35 @@ TEST_CASE("across a reboot of the controller's host register_timeout counts by w
   CHECK(k.count(EventKind::provider_failed) == 1);
 }
 
-TEST_CASE("a returned node whose old mark slurmctld shows again is resumed once more, not replaced",
+TEST_CASE("a returned node whose old mark slurmctld shows again is resumed again, not replaced",
           "[node_keeper]") {
   KeeperRig k;
+  const auto marked_at = k.clock.unix_now();
+  k.clock.advance(3s);
   auto& node = k.return_node1();
   REQUIRE(k.slurm.updates == Strings{"resume node1"});
   // slurmctld restarted from state saved before the resume: the new
-  // instance shows the finished replacement's mark again.
-  k.mark("node1", "Action:Replace");
+  // instance shows the finished replacement's mark, set when it was, again.
+  k.clock.advance(2s);
+  k.mark("node1", "Action:Replace", false, marked_at);
   k.tick();
   CHECK(k.state("node1") == "none");
   CHECK(k.count(EventKind::replace_requested) == 1);
   CHECK(k.slurm.updates == Strings{"resume node1", "resume node1"});
   CHECK_FALSE(node.fail);
+  // Lost once more, and slurmctld refusing the resume at first: it is
+  // tried again at a later look, never taken for a new mark.
+  k.mark("node1", "Action:Replace", false, marked_at);
+  ar::NodeKeeper::NodeMap nodes;
+  for (const auto& n : k.slurm.load_nodes()) nodes[n.name] = &n;
+  k.slurm.reachable = false;
+  k.keeper.tick(nodes, {});
+  k.slurm.reachable = true;
   k.tick();
-  // Marked the same way once more after that: a new mark, replaced.
+  CHECK(k.count(EventKind::replace_requested) == 1);
+  CHECK(k.slurm.updates == Strings{"resume node1", "resume node1", "resume node1"});
+  CHECK_FALSE(node.fail);
+  // The same reason set now, after the replacement: a new mark, replaced.
   k.mark("node1", "Action:Replace");
   k.tick();
   CHECK(k.state("node1") != "none");
