@@ -74,9 +74,10 @@ std::optional<double> cpu_ops_per_second(std::string_view output);
 
 // Disk: each of `paths` takes a write: not mounted read-only, at least
 // `min_free_bytes` free to an unprivileged user (0: not looked at), and a
-// small test file created, written, synced, read back and removed. A file
-// system that does not answer within `timeout` (a hung mount) fails the
-// check; the probe runs on a thread of its own, left behind then.
+// small test file (a name no one can guess ahead) created, written, synced,
+// read back and removed. The probes run in a child process: one that does
+// not answer within `timeout` for all of them (a hung mount) fails the
+// check and is left behind, holding none of the caller's descriptors.
 Result check_disk(const std::vector<std::filesystem::path>& paths, std::uint64_t min_free_bytes,
                   std::chrono::milliseconds timeout);
 

@@ -53,7 +53,8 @@ struct HealthConfig {
   std::filesystem::path baseline_file = "/var/lib/auto-resume/cpu-baseline";
   double min_fraction = 0.5;
   // disk: the file systems that must take a write, and the space each
-  // must have free (MiB; 0: not looked at). Each gets `timeout`.
+  // must have free (MiB; 0: not looked at). All of them get `timeout`, at
+  // most 10 s.
   std::vector<std::filesystem::path> disk_paths{"/tmp"};
   std::uint64_t disk_min_free_mb = 1024;
   // dcgm-diag: `dcgmi diag -r diag_level`, which may take diag_timeout.
