@@ -58,7 +58,8 @@ ControllerMetrics::ControllerMetrics() {
               {5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 1800, 3600});
   r.histogram("auto_resume_look_seconds",
               "Time the resume engine's looks take (each decides on what it has and waits on no "
-              "call: a fault found meanwhile waits at most this, beside the look's period).",
+              "call but, 250 ms at most, its read of slurmctld: a fault found meanwhile waits at "
+              "most this, beside the look's period).",
               {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10});
   r.counter("auto_resume_hangs_total",
             "Protected steps found hung: their tasks stopped beating (AUTO_RESUME_PROGRESS).");

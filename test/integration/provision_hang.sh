@@ -36,7 +36,7 @@ wait_until 60 "the step on g-1 and g-2" eval 'attempt_on 0 g-1 && attempt_on 0 g
 
 # The next create hangs: g-2's own, once it is replaced.
 echo 1 >"$CLUSTER/provider/hang"
-"$CLUSTER_CMD" stop-slot "$CLUSTER" g-2 >/dev/null
+"$CLUSTER_CMD" kill-node "$CLUSTER" g-2 >/dev/null
 killed=$SECONDS
 wait_until 60 "g-2's create to hang" grep -qx "hung g g-2 g:g-2:[0-9]*" "$calls"
 hung_token=$(sed -n 's/^hung g g-2 //p' "$calls" | head -n 1)

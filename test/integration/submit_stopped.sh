@@ -84,7 +84,7 @@ read -r over looks < <(looks_over "$LOOK_BOUND")
 read -r quarter _ < <(looks_over 0.25)
 note "$((looks - looks_before)) looks from node2's kill to A's attempt 1: $((quarter - quarter_before)) of them 0.25 s or longer, $((over - over_before)) $LOOK_BOUND s or longer"
 assert_eq "$((over - over_before))" 0 "the looks of $LOOK_BOUND s or longer while A's submit was stopped and its AdminComment updates refused"
-assert_contains "$WORK/controller.log" "AdminComment" "the controller's log (the refused AdminComment updates)"
+assert_contains "$WORK/controller.log" "cannot write its resume into its AdminComment" "the controller's log (the refused AdminComment updates)"
 assert_contains "$WORK/controller.log" "auto-resume-submit did not finish within 30 s" "the controller's log"
 "$AR_CLI" events >events.txt
 assert_contains events.txt "job $a [^ ]+ expand_helper: helper job [0-9]+ allocates node[56] for job $a" "job A's helper"
