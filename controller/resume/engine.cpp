@@ -116,10 +116,14 @@ void Engine::tick() {
   for (const auto& node : view->nodes) nodes[node.name] = &node;
   std::set<std::string> protected_nodes;
   std::set<std::string> active;
+  claimed_.clear();
   for (const auto& step : steps) {
     active.insert(step.key());
     for (const auto& host : step_hosts(step)) protected_nodes.insert(host);
-    for (const auto& host : step.repair.replacements) protected_nodes.insert(host);
+    for (const auto& host : step.repair.replacements) {
+      protected_nodes.insert(host);
+      if (step.state == StepState::repairing) claimed_.emplace(host, step.key());
+    }
   }
   std::erase_if(job_hosts_, [&](const auto& entry) { return !active.contains(entry.first); });
   std::erase_if(missing_since_, [&](const auto& entry) { return !active.contains(entry.first); });

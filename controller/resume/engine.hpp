@@ -434,6 +434,9 @@ class Engine {
   std::multimap<std::string, std::int64_t> failed_instances(std::uint32_t job_id);
 
   std::function<void(double seconds)> on_look_;
+  // This look's replacements chosen by repairs under way (node -> the
+  // step's key): two repairs never pick the same idle node.
+  std::map<std::string, std::string> claimed_;
   Store& store_;
   const DaemonConfig& config_;
   NodeKeeper& keeper_;

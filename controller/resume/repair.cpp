@@ -451,9 +451,13 @@ const slurm::NodeInfo* Engine::pick_replacement(StoredStep& step, const slurm::J
         continue;
       // One not registered since slurmctld started has no known instance
       // yet (see nodes_registered): chosen once it registers.
+      // Nor one another repair chose (its helper may not hold it yet: the
+      // node list may still show it idle).
+      const auto claim = claimed_.find(name);
       if (node->slurmd_start_time == 0 || contains(job.hosts, name) || contains(chosen, name) ||
-          is_banned(*node) || contains(passed_over, name) ||
-          !contains(candidates.partition, name) || candidates.reserved.contains(name) ||
+          (claim != claimed_.end() && claim->second != step.key()) || is_banned(*node) ||
+          contains(passed_over, name) || !contains(candidates.partition, name) ||
+          candidates.reserved.contains(name) ||
           (candidates.reservation && !candidates.reservation->contains(name)))
         continue;
       if (spare) {
@@ -504,6 +508,7 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
     if (pick == nullptr) break;
     chosen.push_back(pick->name);
     repair.replacements.push_back(pick->name);
+    claimed_.emplace(pick->name, step.key());
     save(step, EventKind::replaced,
          fmt::format("{} (instance {}) joins job {}", pick->name, pick->slurmd_start_time,
                      job.job_id));

@@ -734,6 +734,28 @@ static void two_jobs(Rig& rig) {
   protect_other(rig, {"node5", "node6"});
 }
 
+TEST_CASE("two repairs at once never choose the same idle node", "[engine]") {
+  Rig rig(8);  // idle: node7 and node8
+  two_jobs(rig);
+  // The helpers stay pending: the node list shows both nodes idle for as
+  // long as the repairs wait, as when a rack fails (bench/rack.sh).
+  rig.slurm.helpers_start = false;
+  rig.slurm.nodes["node3"].down = true;
+  rig.slurm.nodes["node6"].down = true;
+  rig.engine->tick();
+  rig.engine->tick();
+  const auto a = rig.step().repair.replacements;
+  const auto b = rig.store->find("r2", 0).value().repair.replacements;
+  REQUIRE(a.size() == 1);
+  REQUIRE(b.size() == 1);
+  CHECK(a != b);
+  CHECK(std::set<std::string>{a[0], b[0]} == std::set<std::string>{"node7", "node8"});
+  // And at the looks after, while both wait for their helpers.
+  rig.engine->tick();
+  CHECK(rig.step().repair.replacements == a);
+  CHECK(rig.store->find("r2", 0).value().repair.replacements == b);
+}
+
 TEST_CASE("a slow AdminComment update holds up no other job's repair", "[engine][outbox]") {
   Rig rig(8);
   two_jobs(rig);
