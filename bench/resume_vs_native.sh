@@ -3,33 +3,39 @@
 # vs Slurm's native path (the job killed on the node's failure, requeued,
 # held for cred_expire + 1 s, rescheduled, its batch script rerun), side by
 # side in one run, each on a fresh local cluster with the same settings.
-# Cases: killed, frozen (a 4-node job on 5 nodes, node3 killed or frozen),
+# Cases: killed, frozen (a 4-node job on 5 nodes, node3 killed or frozen; with
+# --sizes, a job of each size N on N+1 nodes),
 # gres (the same job holding a GPU each, node3 killed) and gres-spares (a
 # 5-node job holding a GPU each on 6 nodes, its step on 4 of them so that the
 # 5th is an in-job spare, node3 killed). Each case runs at each cred_expire
 # given. Prints each phase, measured from the fault, the job's Restarts once
 # the step runs again, and per case and cred_expire the ratio native /
 # auto-resume. It measures whatever the controller does: a resume in place
-# (Restarts 0) or a requeue (Restarts 1).
+# (Restarts 0) or a requeue (Restarts 1). With more than one size, each
+# case and cred_expire also gets its curve: the time at each size against
+# the smallest's, beside the ratio of their logs (log2 N / log2 N0).
 #   bench/resume_vs_native.sh [--cases killed,frozen,gres,gres-spares]
 #                             [--cred-expire S[,S...]] [--slurmd-timeout S]
-#                             [--message-timeout S]
+#                             [--message-timeout S] [--sizes N[,N...]]
 # Defaults: all cases, cred_expire 120 (Slurm's default) then 5 (a tuned
 # native path; the least Slurm keeps), SlurmdTimeout 10 s, MessageTimeout
-# 10 s (the local cluster's defaults). Takes about half an hour: the native
+# 10 s (the local cluster's defaults), size 4 (killed and frozen only: the
+# gres cases keep their 4 nodes). Takes about half an hour: the native
 # path waits out cred_expire.
 set -euo pipefail
 cases=killed,frozen,gres,gres-spares cred_expires=120,5 slurmd_timeout=10 message_timeout=10
+sizes_arg=4
 usage_error() { echo "resume_vs_native: $*" >&2; exit 2; }
 while (($#)); do
   case $1 in
-    --cases|--cred-expire|--slurmd-timeout|--message-timeout)
+    --cases|--cred-expire|--slurmd-timeout|--message-timeout|--sizes)
       (($# >= 2)) || usage_error "$1 needs a value (try --help)" ;;&
+    --sizes) sizes_arg=$2; shift ;;
     --cases) cases=$2; shift ;;
     --cred-expire) cred_expires=$2; shift ;;
     --slurmd-timeout) slurmd_timeout=$2; shift ;;
     --message-timeout) message_timeout=$2; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage_error "unknown argument '$1' (try --help)" ;;
   esac
   shift
@@ -51,6 +57,15 @@ for i in "${!expires[@]}"; do
   fi
   expires[i]=$((10#$expire))
 done
+IFS=, read -ra sizes <<<"$sizes_arg"
+((${#sizes[@]})) || usage_error "--sizes names no size"
+for i in "${!sizes[@]}"; do
+  size=${sizes[i]}
+  if ! [[ $size =~ ^[0-9]{1,2}$ ]] || ((10#$size < 4 || 10#$size > 69)); then
+    usage_error "bad size '$size' in --sizes '$sizes_arg': 4-69 nodes (node3 is the one faulted; scripts/cluster runs 70 at most)"
+  fi
+  sizes[i]=$((10#$size))
+done
 [[ $slurmd_timeout =~ ^[1-9][0-9]*$ ]] || usage_error "bad --slurmd-timeout '$slurmd_timeout': whole seconds, at least 1"
 [[ $message_timeout =~ ^[1-9][0-9]*$ ]] || usage_error "bad --message-timeout '$message_timeout': whole seconds, at least 1"
 NAME=resume_vs_native
@@ -68,26 +83,27 @@ chmod +x "$dir/step.sh"
 
 fail() { echo "resume_vs_native: $*" >&2; exit 1; }
 
-# case_setup FAULT: sets nodes (the cluster's), up_opts (more options of
-# scripts/cluster up), job_opts (sbatch's) and step_opts (srun's) for FAULT.
+# case_setup FAULT SIZE: sets nodes (the cluster's), up_opts (more options
+# of scripts/cluster up), job_opts (sbatch's), step_opts (srun's) and tasks
+# (the step's, one a node) for FAULT at SIZE.
 case_setup() {
-  nodes=5 up_opts=() job_opts=(-N4) step_opts=()
+  nodes=$(($2 + 1)) up_opts=() job_opts=(-N"$2") step_opts=() tasks=$2
   case $1 in
     gres) up_opts=(--gpus 1) job_opts+=(--gres=gpu:1) ;;
     # Accounting: Slurm 22.05 refuses every update of a job resized once
     # unless slurmdbd runs, and a resume in place shrinks the job.
-    gres-spares) nodes=6 up_opts=(--gpus 1 --accounting) job_opts=(-N5 --gres=gpu:1) step_opts=(-N4) ;;
+    gres-spares) nodes=6 up_opts=(--gpus 1 --accounting) job_opts=(-N5 --gres=gpu:1) step_opts=(-N4) tasks=4 ;;
   esac
 }
 
-# start_job FAULT PATH EXPIRE OUT: a fresh cluster and controller, and the
-# job; returns (job id in `job`) once its step runs on all its nodes, node3
-# one of them and not the batch host.
+# start_job FAULT PATH EXPIRE OUT SIZE: a fresh cluster and controller, and
+# the job; returns (job id in `job`) once its step runs on all its nodes,
+# node3 one of them and not the batch host.
 start_job() {
-  local fault=$1 path=$2 expire=$3 out=$4 flag=0
+  local fault=$1 path=$2 expire=$3 out=$4 size=$5 flag=0
   [[ $path == native ]] || flag=1
-  case_setup "$fault"
-  "$cluster_cmd" up "$dir/c" --nodes "$nodes" --plugin "$plugin" "${up_opts[@]}" --cred-expire "$expire" \
+  case_setup "$fault" "$size"
+  "$cluster_cmd" up "$dir/c" --nodes "$nodes" --timeout 300 --plugin "$plugin" "${up_opts[@]}" --cred-expire "$expire" \
     --slurmd-timeout "$slurmd_timeout" --message-timeout "$message_timeout" \
     --conf-line 'SchedulerParameters=permit_job_expansion,sched_interval=1' >/dev/null
   eval "$("$cluster_cmd" env "$dir/c")"
@@ -106,9 +122,9 @@ start_job() {
   # gres-spares, the job's own 5th node is the spare).
   job=$(sbatch --parsable "${job_opts[@]}" -o "$out" \
     --wrap "srun ${step_opts[*]} --auto-resume=$flag $dir/step.sh")
-  local deadline=$((SECONDS + 60))
-  until [[ $(grep -c "^running attempt=.* restart=0 " "$out" 2>/dev/null) == 4 ]]; do
-    ((SECONDS < deadline)) || fail "$fault/$path: job $job did not start in 60 s: $(scontrol -o show job "$job")"
+  local deadline=$((SECONDS + 120))
+  until [[ $(grep -c "^running attempt=.* restart=0 " "$out" 2>/dev/null) == "$tasks" ]]; do
+    ((SECONDS < deadline)) || fail "$fault/$path: job $job did not start in 120 s: $(scontrol -o show job "$job")"
     sleep 0.2
   done
   grep -q "^running attempt=.* restart=0 .* node=node3$" "$out" ||
@@ -118,11 +134,11 @@ start_job() {
   return 0
 }
 
-# run_case FAULT PATH EXPIRE: one measurement; prints a row and keeps the
-# seconds to the step running again in result[FAULT/EXPIRE/PATH].
+# run_case FAULT PATH EXPIRE SIZE: one measurement; prints a row and keeps
+# the seconds to the step running again in result[FAULT/EXPIRE/SIZE/PATH].
 run_case() {
-  local fault=$1 path=$2 expire=$3 out=$dir/$1-$2-$3.out job
-  start_job "$fault" "$path" "$expire" "$out"
+  local fault=$1 path=$2 expire=$3 size=$4 out=$dir/$1-$2-$3-$4.out job
+  start_job "$fault" "$path" "$expire" "$out" "$size"
   # The fault, on a node of the step other than the batch host.
   local t0 detected="" requeued="" again="" step_again="" state info restarts
   t0=$(now)
@@ -139,7 +155,7 @@ run_case() {
     [[ -n $again || ! $info =~ JobState=RUNNING.*\ Restarts=1\  ]] || again=$(since "$t0")
     # A resume in place: attempt 1 of the step; a requeue: the rerun's
     # registration (attempt 0, or none on the native path) with restart 1.
-    if [[ $(grep -cE "^running (attempt=1 |attempt=(none|0) restart=1 )" "$out" 2>/dev/null) == 4 ]]; then
+    if [[ $(grep -cE "^running (attempt=1 |attempt=(none|0) restart=1 )" "$out" 2>/dev/null) == "$tasks" ]]; then
       step_again=$(since "$t0")
     fi
     sleep 0.2
@@ -147,9 +163,9 @@ run_case() {
   info=$(scontrol -o show job "$job")
   restarts="?"
   [[ ! $info =~ \ Restarts=([0-9]+)\  ]] || restarts=${BASH_REMATCH[1]}
-  printf '%-12s %-12s %11s %8s %9s %10s %11s %9s\n' "$fault" "$path" "$expire" "${detected:--}" \
-    "${requeued:--}" "${again:--}" "$step_again" "$restarts"
-  result[$fault/$expire/$path]=$step_again
+  printf '%-12s %5s %-12s %11s %8s %9s %10s %11s %9s\n' "$fault" "$size" "$path" "$expire" \
+    "${detected:--}" "${requeued:--}" "${again:--}" "$step_again" "$restarts"
+  result[$fault/$expire/$size/$path]=$step_again
   scancel "$job" 2>/dev/null || true
   cleanup
   controller_pid=""
@@ -161,25 +177,48 @@ echo "SlurmdTimeout ${slurmd_timeout} s, MessageTimeout ${message_timeout} s, a 
   "node3 (a node of the step, not the batch host) faulted"
 for fault in "${wanted[@]}"; do
   case $fault in
-    killed|frozen) echo "  $fault: a 4-node job on 5 nodes, node3 $fault" ;;
+    killed|frozen) echo "  $fault: a job of N nodes on N+1 (N: ${sizes[*]}), node3 $fault" ;;
     gres) echo "  gres: a 4-node job with --gres=gpu:1 on 5 nodes (1 fake GPU each), node3 killed" ;;
     gres-spares) echo "  gres-spares: a 5-node job with --gres=gpu:1 on 6 nodes (1 fake GPU each, slurmdbd)," \
       "its step srun -N4 (the 5th node an in-job spare), node3 killed" ;;
   esac
 done
 echo "seconds from the fault to: node marked, job requeued, job running again, step running again; then the job's Restarts"
-printf '%-12s %-12s %11s %8s %9s %10s %11s %9s\n' fault path cred_expire marked requeued "job again" \
-  "step again" restarts
+printf '%-12s %5s %-12s %11s %8s %9s %10s %11s %9s\n' fault nodes path cred_expire marked requeued \
+  "job again" "step again" restarts
+# sizes_of FAULT: the sizes FAULT runs at (the gres cases: 4 only).
+sizes_of() { if [[ $1 == killed || $1 == frozen ]]; then echo "${sizes[@]}"; else echo 4; fi; }
 for expire in "${expires[@]}"; do
   for fault in "${wanted[@]}"; do
-    run_case "$fault" native "$expire"
-    run_case "$fault" auto-resume "$expire"
+    for size in $(sizes_of "$fault"); do
+      run_case "$fault" native "$expire" "$size"
+      run_case "$fault" auto-resume "$expire" "$size"
+    done
   done
 done
 for expire in "${expires[@]}"; do
   for fault in "${wanted[@]}"; do
-    awk -v f="$fault" -v e="$expire" -v n="${result[$fault/$expire/native]}" \
-      -v a="${result[$fault/$expire/auto-resume]}" \
-      'BEGIN {printf "%-12s cred_expire %s: native / auto-resume: %.1f s / %.1f s = x%.1f\n", f, e, n, a, n / a}'
+    for size in $(sizes_of "$fault"); do
+      awk -v f="$fault" -v e="$expire" -v s="$size" -v n="${result[$fault/$expire/$size/native]}" \
+        -v a="${result[$fault/$expire/$size/auto-resume]}" \
+        'BEGIN {printf "%-12s %2s nodes, cred_expire %s: native / auto-resume: %.1f s / %.1f s = x%.1f\n", f, s, e, n, a, n / a}'
+    done
   done
 done
+# The curves: each size's time against the smallest's, beside log2 N / log2 N0.
+if ((${#sizes[@]} > 1)); then
+  for expire in "${expires[@]}"; do
+    for fault in "${wanted[@]}"; do
+      [[ $fault == killed || $fault == frozen ]] || continue
+      for path in auto-resume native; do
+        line="$fault cred_expire $expire, $path:"
+        base=${result[$fault/$expire/${sizes[0]}/$path]}
+        for size in "${sizes[@]}"; do
+          line+=$(awk -v s="$size" -v s0="${sizes[0]}" -v t="${result[$fault/$expire/$size/$path]}" -v t0="$base" \
+            'BEGIN {printf " %d nodes %.1f s (x%.2f; log x%.2f);", s, t, t / t0, log(s) / log(s0)}')
+        done
+        echo "${line%;}"
+      done
+    done
+  done
+fi
