@@ -24,7 +24,7 @@ while (($#)); do
     --jobs) jobs=$2; shift ;;
     --job-nodes) job_nodes=$2; shift ;;
     --timeout) phase_timeout=$2; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage_error "unknown argument '$1' (try --help)" ;;
   esac
   shift
