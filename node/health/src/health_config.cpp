@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 
 #include "autoresume/keyvalue.hpp"
 
@@ -23,22 +24,32 @@ std::string known_checks() {
   return out;
 }
 
-// "gpu,cpu": known checks, each once; empty: none.
-std::vector<std::string> parse_checks(std::string_view key, std::string_view value) {
-  std::vector<std::string> checks;
+// Each entry of a comma-separated list, trimmed, in order, to `take`; none
+// for an empty value; an empty entry is refused.
+void for_each_entry(std::string_view key, std::string_view value,
+                    const std::function<void(std::string_view)>& take) {
   std::size_t start = 0;
   while (start <= value.size() && !value.empty()) {
     const auto end = std::min(value.find(',', start), value.size());
-    const auto name = lower(trim(value.substr(start, end - start)));
+    const auto entry = trim(value.substr(start, end - start));
     start = end + 1;
-    if (name.empty()) invalid_value(key, value, "an empty entry in the list");
+    if (entry.empty()) invalid_value(key, value, "an empty entry in the list");
+    take(entry);
+  }
+}
+
+// "gpu,cpu": known checks, each once; empty: none.
+std::vector<std::string> parse_checks(std::string_view key, std::string_view value) {
+  std::vector<std::string> checks;
+  for_each_entry(key, value, [&](std::string_view entry) {
+    const auto name = lower(entry);
     if (std::ranges::find(kChecks, name) == std::end(kChecks))
       invalid_value(key, value,
                     "unknown check " + in_quotes(name) + " (known: " + known_checks() + ")");
     if (std::ranges::find(checks, name) != checks.end())
       invalid_value(key, value, "check " + in_quotes(name) + " is named twice");
     checks.push_back(name);
-  }
+  });
   return checks;
 }
 
@@ -115,15 +126,12 @@ void apply_health_setting(HealthConfig& config, std::string_view key_text, std::
   } else if (key == "diag_level") {
     config.diag_level = static_cast<unsigned>(parse_uint(key, value, 1, 4));
   } else if (key == "disk_paths") {
-    config.disk_paths.clear();
-    std::size_t start = 0;
-    while (start <= value.size()) {
-      const auto end = std::min(value.find(',', start), value.size());
-      const auto path = trim(value.substr(start, end - start));
-      start = end + 1;
-      if (path.empty()) invalid_value(key, value, "an empty entry in the list");
-      config.disk_paths.push_back(parse_absolute_path(key, path));
-    }
+    if (value.empty()) invalid_value(key, value, "an empty entry in the list");
+    std::vector<std::filesystem::path> paths;
+    for_each_entry(key, value, [&](std::string_view path) {
+      paths.emplace_back(parse_absolute_path(key, path));
+    });
+    config.disk_paths = std::move(paths);
   } else if (key == "disk_min_free_mb") {
     config.disk_min_free_mb = parse_uint(key, value, 0, 1ULL << 40);
   } else if (key == "diag_timeout") {
