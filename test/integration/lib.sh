@@ -379,18 +379,30 @@ event_seen() {
 LOOK_BOUND=1
 # shellcheck disable=SC2034 # used by the tests that source this file
 [[ -z ${AR_SANITIZER_PRELOAD:-} ]] || LOOK_BOUND=2.5
-# looks_over SECONDS: how many of the resume engine's looks took longer than
-# SECONDS (a bucket bound of auto_resume_look_seconds, docs/metrics.md), and
-# how many it made, "OVER OF", from the metrics at $METRICS (metrics_listen).
-looks_over() {
+# looks_counts: "LOOKS QUARTER OVER" from one scrape of the metrics at
+# $METRICS (metrics_listen): how many looks the resume engine made, and how
+# many of them took longer than 0.25 s and than LOOK_BOUND (bucket bounds
+# of auto_resume_look_seconds, docs/metrics.md).
+looks_counts() {
   local scraped
   scraped=$("$AR_SOURCE_DIR/test/integration/scrape.py" "http://$METRICS/metrics" 2>/dev/null) ||
     fail "no metrics at $METRICS"
-  awk -v le="$1" '
-    $1 == "auto_resume_look_seconds_bucket{le=\"" le "\"}" { within = $2; found = 1 }
+  awk -v quarter=0.25 -v bound="$LOOK_BOUND" '
+    $1 == "auto_resume_look_seconds_bucket{le=\"" quarter "\"}" { q = $2; found_q = 1 }
+    $1 == "auto_resume_look_seconds_bucket{le=\"" bound "\"}" { b = $2; found_b = 1 }
     $1 == "auto_resume_look_seconds_count" { count = $2 }
-    END { if (!found) exit 1; print count - within, count }' <<<"$scraped" ||
-    fail "no auto_resume_look_seconds bucket le=\"$1\" at $METRICS"
+    END { if (!found_q || !found_b) exit 1; print count, count - q, count - b }' <<<"$scraped" ||
+    fail "no auto_resume_look_seconds buckets le=\"0.25\" and le=\"$LOOK_BOUND\" at $METRICS"
+}
+# looks_mark: the look counts now, for assert_no_slow_looks.
+looks_mark() { read -r LOOKS_MARK QUARTER_MARK OVER_MARK < <(looks_counts); }
+# assert_no_slow_looks WHEN WHILE: since looks_mark, no look took
+# LOOK_BOUND s or longer; notes how many looks came WHEN, and how slow.
+assert_no_slow_looks() {
+  local looks quarter over
+  read -r looks quarter over < <(looks_counts)
+  note "$((looks - LOOKS_MARK)) looks $1: $((quarter - QUARTER_MARK)) of them 0.25 s or longer, $((over - OVER_MARK)) $LOOK_BOUND s or longer"
+  assert_eq "$((over - OVER_MARK))" 0 "the looks of $LOOK_BOUND s or longer $2"
 }
 # slurmd_started NODE: the start time of NODE's slurmd instance.
 slurmd_started() { scontrol -o show node "$1" | grep -o ' SlurmdStartTime=[^ ]*' | cut -d= -f2; }
