@@ -29,10 +29,10 @@ namespace {
 
 using health::HealthConfig;
 using health::Result;
+using health::Status;
 
 // The longest the disk check waits for its file systems.
 constexpr std::chrono::milliseconds kDiskTimeout{10'000};
-using health::Status;
 
 health::ToolRun tool_run(CommandResult run) {
   return {run.status, std::move(run.output), std::move(run.error)};

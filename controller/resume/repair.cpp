@@ -47,13 +47,10 @@ void Engine::repair(StoredStep& step, const slurm::JobInfo& job, const NodeMap& 
     keeper_.gate().would(step, "detected", would_do(step, job, step.repair.failed));
     return;
   }
-  // A hung step's tasks get the hang signal first, and its grace.
+  // A hung step's tasks get the hang signal first, and its grace; then
+  // its nodes' quick checks (a node that fails one leaves the job).
   if (step.phase == RepairPhase::detected && !step.repair.hang.empty() &&
-      !hang_signalled(step, job))
-    return;
-  // Then its nodes' quick checks: a node that fails one leaves the job.
-  if (step.phase == RepairPhase::detected && !step.repair.hang.empty() &&
-      !hang_checked(step, nodes))
+      (!hang_signalled(step, job) || !hang_checked(step, nodes)))
     return;
   if (step.phase == RepairPhase::detected && (!check_policy(step, job) || !take_out(step, job)))
     return;
