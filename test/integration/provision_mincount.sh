@@ -9,8 +9,9 @@
 #      partition pends); an update of the group restarts the MinCount
 #      timer, and at the deadline the operation rolls back (m's nodes are
 #      terminated, hidden again);
-#   3. with min_count asked again, capacity returns: the third node comes
-#      and the three are released together; the job runs on them.
+#   3. with min_count asked again (and a long timeout), capacity returns:
+#      the third node comes and the three are released together; the job
+#      runs on them.
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -74,6 +75,16 @@ wait_until 30 "m's nodes terminated and hidden" gone
 assert_eq "$(job_state)" PENDING "the 3-node job after the rollback"
 
 # 3. Capacity returns while min_count is asked again: released together.
+# The timeout that made step 2 short would race this step's creates on a
+# loaded machine (it runs from the operation's start): a long one, by a
+# reload (SIGHUP restarts the controller in place on the new setting).
+starts() { grep -c ' listening on ' "$WORK/controller.log"; }
+before=$(starts)
+sed -i "s/^min_count_timeout=.*/min_count_timeout=600/" "$WORK/auto-resumed.conf"
+kill -HUP "$CONTROLLER_PID"
+restarted() { (($(starts) > before)); }
+wait_until 30 "the controller's restart on min_count_timeout=600" restarted
+wait_until 30 "the reloaded controller to answer" controller_answers
 "$AR_CLI" group set m count=3 min_count=3 >/dev/null
 wait_until 60 "two of m's nodes held drained again" two_held
 rm "$CLUSTER/provider/capacity-m"
