@@ -69,14 +69,18 @@ struct DecidedMeanwhile {};
 struct NotRead {};
 
 // How long a relaunch waits for the old step to leave the nodes. Its tasks
-// are gone within a second of the SIGKILL. A record slurmctld still lists
-// then is cancelled again, once per grace, and its nodes are asked whether
-// they still run it: a record a slurmctld restarted since the cancel
-// recovered outlives every cancel, with no slurmstepd left, and is not
-// waited for. While a node runs it (or cannot tell), the wait goes on until
-// kOldStepGone after the merge; then the relaunch goes ahead, its --overlap
-// allowing for a record that stays. One whose first node died stays for
-// minutes: the relaunch does not wait past the grace for it.
+// are gone within a second of the SIGKILL, and each node's step daemon
+// says so (tasks_exited): once every surviving node did, the relaunch goes
+// ahead, its --overlap allowing for the record. (From 7 nodes on, Slurm
+// 22.05's step daemons send the step's end up a tree: the daemons above a
+// dead node wait 60 s for it, and the record stays as long.) Without those
+// reports, a record slurmctld still lists after the grace is cancelled
+// again, once per grace, and its nodes are asked whether they still run
+// it: a record a slurmctld restarted since the cancel recovered outlives
+// every cancel, with no slurmstepd left, and is not waited for. While a
+// node runs it (or cannot tell), the wait goes on until kOldStepGone after
+// the merge; then the relaunch goes ahead. One whose first node died stays
+// for minutes: the relaunch does not wait past the grace for it.
 inline constexpr seconds kOldStepGrace{5};
 inline constexpr seconds kOldStepGone{60};
 // How long a registered step may be missing from Slurm, its srun silent as

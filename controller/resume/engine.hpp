@@ -388,15 +388,17 @@ class Engine {
     std::uint32_t step_id = 0;
     bool cancel_again = false;            // an old step still listed is cancelled again
     bool anyway = false;                  // one still listed is no longer waited for
+    bool tasks_gone = false;              // every surviving node reported its tasks exited
     bool backoff_over = false;            // then: whether the job's nodes registered
     std::vector<std::string> step_hosts;  // the old step's nodes
     std::vector<std::string> failed;      // the repair's failed nodes
   };
   enum class OldStep {
-    gone,       // slurmctld no longer lists it
-    listed,     // it does: the relaunch waits
-    anyway,     // it does, past kOldStepGone or with its first node dead
-    abandoned,  // it does, but none of its nodes runs it (a recovered record)
+    gone,        // slurmctld no longer lists it
+    listed,      // it does: the relaunch waits
+    anyway,      // it does, past kOldStepGone or with its first node dead
+    abandoned,   // it does, but none of its nodes runs it (a recovered record)
+    tasks_gone,  // it does, but every surviving node reported its tasks exited
   };
   struct RelaunchFacts {
     std::optional<slurm::JobInfo> job;  // as it is now

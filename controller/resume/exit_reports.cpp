@@ -26,6 +26,15 @@ bool ExitReports::all_clean(const std::string& step, const std::vector<std::stri
   return it != steps_.end() && all_clean_locked(it->second, hosts);
 }
 
+bool ExitReports::all_reported(const std::string& step,
+                               const std::vector<std::string>& hosts) const {
+  std::lock_guard lock(mutex_);
+  const auto it = steps_.find(step);
+  return it != steps_.end() && !hosts.empty() &&
+         std::ranges::all_of(
+             hosts, [&](const std::string& host) { return it->second.nodes.contains(host); });
+}
+
 bool ExitReports::any_failed(const std::string& step, const std::vector<std::string>& hosts) const {
   std::lock_guard lock(mutex_);
   const auto it = steps_.find(step);

@@ -1,8 +1,11 @@
 #pragma once
 // What the step daemons said of their tasks' exit (`tasks_exited`): for each
 // protected step not yet decided, which of its nodes reported that every one
-// of their tasks exited 0. A step every node of which did so ended with no
-// node at fault: its verdict, no_fault, need not wait for end_window.
+// of their tasks exited, and whether all with 0. A step every node of which
+// reported 0 ended with no node at fault: its verdict, no_fault, need not
+// wait for end_window. A step under repair whose surviving nodes all
+// reported is gone from them: its relaunch need not wait for slurmctld to
+// drop its record.
 //
 // Kept in memory only (a restarted controller waits end_window, as without
 // reports), shared by the server's threads and the engine's: bounded to
@@ -31,6 +34,9 @@ class ExitReports {
            const std::vector<std::string>& hosts);
   // Whether every one of `hosts` reported clean for `step` (false for none).
   bool all_clean(const std::string& step, const std::vector<std::string>& hosts) const;
+  // Whether every one of `hosts` reported that its tasks of `step` exited,
+  // however they ended (false for none).
+  bool all_reported(const std::string& step, const std::vector<std::string>& hosts) const;
   // Whether one of `hosts` reported a task of `step` that did not exit 0.
   bool any_failed(const std::string& step, const std::vector<std::string>& hosts) const;
   void forget(const std::string& step);

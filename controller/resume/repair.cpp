@@ -718,6 +718,13 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
     ask.backoff_over = waited >= delay;
     ask.step_hosts = step_hosts(step);
     ask.failed = step.repair.failed_nodes();
+    // The evidence that needs no record to go: each surviving node's step
+    // daemon said its tasks exited (a record whose node died mid-tree stays
+    // until the daemons above it give up waiting for it: a minute).
+    std::vector<std::string> survivors;
+    for (const auto& host : ask.step_hosts)
+      if (!contains(ask.failed, host)) survivors.push_back(host);
+    ask.tasks_gone = reports_.exits.all_reported(step.key(), survivors);
     checks_.run(key, [this, ask = std::move(ask)] { return relaunch_facts(ask); });
   }
   auto outcome = checks_.take(key);
@@ -743,6 +750,13 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
             "step {}: slurmctld still lists step {}.{} {} s after the merge; relaunching "
             "anyway",
             step.key(), job.job_id, id, waited_s);
+      break;
+    case OldStep::tasks_gone:
+      if (said_old_step_.insert(step.key()).second)
+        log::info(
+            "step {}: slurmctld still lists step {}.{}, but every surviving node reported its "
+            "tasks exited: relaunching",
+            step.key(), job.job_id, id);
       break;
     case OldStep::abandoned:
       if (said_old_step_.insert(step.key()).second)
@@ -779,6 +793,8 @@ Engine::RelaunchFacts Engine::relaunch_facts(const RelaunchAsk& ask) {
   const auto& job = *facts.job;
   if (!slurm_.step_exists(ask.job_id, ask.step_id)) {
     facts.old_step = OldStep::gone;
+  } else if (ask.tasks_gone) {
+    facts.old_step = OldStep::tasks_gone;
   } else if (ask.anyway) {
     facts.old_step = OldStep::anyway;
   } else if (ask.cancel_again) {

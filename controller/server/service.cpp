@@ -457,9 +457,7 @@ proto::CancelReply Service::do_cancel(const proto::CancelRequest& request, uid_t
 
 std::optional<StoredStep> Service::reported_step(const proto::TasksExitedRequest& report) {
   for (auto& step : store_.job_steps(report.job_id)) {
-    if (step.step.step_id != report.step_id ||
-        (step.state != StepState::registered && step.state != StepState::ended))
-      continue;
+    if (step.step.step_id != report.step_id || step.state == StepState::decided) continue;
     if (!report.run_id.empty() && step.step.run_id != report.run_id) continue;
     if (report.attempt && step.step.attempt != *report.attempt) continue;
     return std::move(step);
@@ -473,8 +471,8 @@ proto::TasksExitedReply Service::do_tasks_exited(const proto::TasksExitedRequest
   auto step = reported_step(report);
   if (!step)
     return {false,
-            fmt::format("no protected {}{} is running or waiting for its verdict: "
-                        "nothing to count",
+            fmt::format("no protected {}{} is running, under repair or waiting for its "
+                        "verdict: nothing to count",
                         what, report.run_id.empty() ? "" : " of run '" + report.run_id + "'")};
   // The name comes from the step's environment, which its user may set;
   // the node's index in the step comes from Slurm: both must agree with

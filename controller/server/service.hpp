@@ -73,7 +73,8 @@ class Service {
   // A step daemon's report that its node's tasks exited (exit_reports.cpp
   // of the server: do_tasks_exited and what it shares with do_verdict).
   proto::TasksExitedReply do_tasks_exited(const proto::TasksExitedRequest& report, uid_t caller);
-  // The registered or ended step a report is about, if any.
+  // The step a report is about, if any: registered, ended or under repair
+  // (a repair's relaunch goes ahead once the survivors' tasks are gone).
   std::optional<StoredStep> reported_step(const proto::TasksExitedRequest& report);
   // The node ops get the keeper once node_op let the caller in.
   proto::HeartbeatReply do_heartbeat(NodeKeeper& keeper, const proto::HeartbeatRequest& request,

@@ -318,6 +318,36 @@ TEST_CASE("an old step record that outlives every cancel holds the relaunch back
 }
 
 TEST_CASE(
+    "an old step record whose surviving nodes all reported their tasks exited does not hold the "
+    "relaunch back",
+    "[engine][tasks_exited]") {
+  Rig rig;
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.slurm.lingering_steps.insert({10, 0});
+  rig.slurm.step_daemons.insert({10, 0});  // the daemons above node3 wait for it
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::expanded);
+  const auto key = rig.step().key();
+  const std::vector<std::string> hosts{"node1", "node2", "node3", "node4"};
+  // Two of the three survivors: the relaunch waits.
+  rig.reports.exits.add(key, "node1", false, hosts);
+  rig.reports.exits.add(key, "node2", false, hosts);
+  rig.slurm.lingering_steps.insert({10, 0});
+  rig.clock.advance(1s);
+  rig.engine->tick();
+  CHECK(rig.step().state == StepState::repairing);
+  // The third (node3, dead, never reports): relaunched, the record listed.
+  rig.reports.exits.add(key, "node4", false, hosts);
+  rig.slurm.lingering_steps.insert({10, 0});
+  rig.clock.advance(1s);
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.slurm.steps.contains({10, 0}));
+  CHECK(rig.reports.exits.steps() == 0);  // forgotten once decided
+}
+
+TEST_CASE(
     "a step record a restarted slurmctld recovered, which no node runs, holds the relaunch back "
     "the grace only",
     "[engine][slurm_restart]") {

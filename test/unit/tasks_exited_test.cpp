@@ -149,19 +149,19 @@ TEST_CASE(
   ReportRig rig;
   const std::vector<std::pair<json, std::string>> unknown{
       {{{"job_id", 11}},
-       "no protected step 11.0 of run 'r' is running or waiting for its "
+       "no protected step 11.0 of run 'r' is running, under repair or waiting for its "
        "verdict: nothing to count"},
       {{{"step_id", 1}},
-       "no protected step 10.1 of run 'r' is running or waiting for its "
+       "no protected step 10.1 of run 'r' is running, under repair or waiting for its "
        "verdict: nothing to count"},
       {{{"step_id", 0xfffffffbU}},
-       "no protected step 10.4294967291 of run 'r' is running or "
+       "no protected step 10.4294967291 of run 'r' is running, under repair or "
        "waiting for its verdict: nothing to count"},
       {{{"run_id", "other"}},
-       "no protected step 10.0 of run 'other' is running or waiting for "
+       "no protected step 10.0 of run 'other' is running, under repair or waiting for "
        "its verdict: nothing to count"},
       {{{"attempt", 1}},
-       "no protected step 10.0 of run 'r' is running or waiting for its "
+       "no protected step 10.0 of run 'r' is running, under repair or waiting for its "
        "verdict: nothing to count"},
       {{{"node", "node5"}}, "node5 is not node 0 of step 10.0 (node[1-4]): not counted"},
       // node1's step daemon, its name taken from a node list the user set
@@ -260,6 +260,29 @@ TEST_CASE("a node killed before its tasks exited still gets the step repaired",
   CHECK_THAT(rig.detail("detected"), Contains("node4"));
   CHECK(rig.step().verdict == Verdict::relaunch);  // the fakes' repair needs one look
   CHECK_FALSE(rig.has_event("no_fault"));
+}
+
+TEST_CASE("a report from a node of a step under repair is counted, until the verdict",
+          "[service][engine][tasks_exited]") {
+  ReportRig rig;
+  rig.slurm.nodes["node3"].down = true;
+  rig.slurm.lingering_steps.insert({10, 0});
+  rig.slurm.step_daemons.insert({10, 0});
+  rig.engine->tick();
+  REQUIRE(rig.step().state == StepState::repairing);
+  for (const auto& node : {"node1", "node2"}) {
+    const auto reply = rig.tell(node, 2);  // SIGKILLed by the repair's cancel
+    CHECK(reply["result"]["counted"] == true);
+    CHECK(reply["result"]["message"] ==
+          fmt::format("{} of step 10.0: 2 tasks, 2 with a status other than 0", node));
+  }
+  CHECK(rig.step().state == StepState::repairing);  // node4 has not reported
+  rig.tell("node4", 2);
+  rig.slurm.lingering_steps.insert({10, 0});
+  rig.engine->tick();
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.tell("node4")["result"]["counted"] == false);
+  CHECK(rig.reports.exits.steps() == 0);
 }
 
 TEST_CASE("the reports kept are bounded: the oldest step's go first", "[tasks_exited]") {
