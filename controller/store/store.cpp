@@ -8,8 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 
 #include "autoresume/text.hpp"
@@ -61,14 +63,31 @@ std::string verdict_text(Verdict verdict) {
   return verdict == Verdict::none ? std::string() : std::string(to_string(verdict));
 }
 
-// One prepared statement, finalized on scope exit.
+// One prepared statement for the scope, taken from the connection's idle
+// ones (each SQL text is prepared once: a look reads every active step, and
+// preparing was most of its time) and given back, reset, on scope exit. A
+// text whose statements are all in use gets one more.
 class Statement {
  public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+  using Idle = std::unordered_multimap<std::string, sqlite3_stmt*>;
+  Statement(Idle& idle, sqlite3* db, const char* sql) : idle_(idle), db_(db), sql_(sql) {
+    if (const auto it = idle_.find(sql_); it != idle_.end()) {
+      stmt_ = it->second;
+      idle_.erase(it);
+      return;
+    }
+    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK)
       throw std::runtime_error(std::string("sqlite prepare: ") + sqlite3_errmsg(db));
   }
-  ~Statement() { sqlite3_finalize(stmt_); }
+  ~Statement() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    try {
+      idle_.emplace(std::move(sql_), stmt_);
+    } catch (...) {
+      sqlite3_finalize(stmt_);  // no memory to keep it: prepared again next time
+    }
+  }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
@@ -99,7 +118,9 @@ class Statement {
     if (rc != SQLITE_OK)
       throw std::runtime_error(std::string("sqlite bind: ") + sqlite3_errmsg(db_));
   }
+  Idle& idle_;
   sqlite3* db_;
+  std::string sql_;
   sqlite3_stmt* stmt_ = nullptr;
 };
 
@@ -110,14 +131,34 @@ constexpr const char* kStepColumns =
 // PRAGMA user_version of the current schema.
 constexpr int kSchemaVersion = 9;
 
-StoredStep read_step(const Statement& s) {
+StoredStep read_step(const Statement& s, Store::ParsedRows* cache = nullptr) {
   StoredStep out;
   out.step.run_id = s.text(0);
   out.step.attempt = static_cast<std::uint32_t>(s.integer(1));
   out.step.job_id = static_cast<std::uint32_t>(s.integer(2));
   out.step.step_id = static_cast<std::uint32_t>(s.integer(3));
   out.uid = static_cast<uid_t>(s.integer(4));
-  out.step.argv = proto::json::parse(s.text(5)).get<std::vector<std::string>>();
+  const auto row = s.integer(15);
+  auto argv_text = s.text(5);
+  auto repair_text = s.text(14);
+  if (cache != nullptr) {
+    if (const auto it = cache->find(row); it != cache->end() && it->second.argv_text == argv_text &&
+                                          it->second.repair_text == repair_text) {
+      out.step.argv = it->second.argv;
+      out.repair = it->second.repair;
+    } else {
+      auto& entry = (*cache)[row];
+      entry.argv = proto::json::parse(argv_text).get<std::vector<std::string>>();
+      entry.repair = repair_facts_from_json(proto::json::parse(repair_text));
+      entry.argv_text = std::move(argv_text);
+      entry.repair_text = std::move(repair_text);
+      out.step.argv = entry.argv;
+      out.repair = entry.repair;
+    }
+  } else {
+    out.step.argv = proto::json::parse(argv_text).get<std::vector<std::string>>();
+    out.repair = repair_facts_from_json(proto::json::parse(repair_text));
+  }
   out.step.cwd = s.text(6);
   out.step.nodelist = s.text(7);
   out.state = stored<StepState>(s.text(8), "step state");
@@ -131,8 +172,7 @@ StoredStep read_step(const Statement& s) {
   }
   out.message = s.text(12);
   out.phase = stored<RepairPhase>(s.text(13), "repair phase");
-  out.repair = repair_facts_from_json(proto::json::parse(s.text(14)));
-  out.row = s.integer(15);
+  out.row = row;
   out.created_boot_ms = s.integer(16);
   out.created_boot_id = s.text(17);
   out.ended_boot_ms = s.integer(18);
@@ -186,7 +226,7 @@ Store::Store(const std::filesystem::path& state_dir, const Clock& clock) : clock
 }
 
 void Store::migrate() {
-  Statement version(db_, "PRAGMA user_version");
+  Statement version(idle_statements_, db_, "PRAGMA user_version");
   version.step();
   const auto current = version.integer(0);
   if (current > kSchemaVersion)
@@ -200,7 +240,7 @@ void Store::migrate() {
   // the boot times (an old row keeps empty boot ids: its wall time counts);
   // schema 6 the steps' min_nodes; schema 8 their hang options.
   std::vector<std::string> columns;
-  Statement info(db_, "PRAGMA table_info(steps)");
+  Statement info(idle_statements_, db_, "PRAGMA table_info(steps)");
   while (info.step()) columns.push_back(info.text(1));
   const std::pair<const char*, const char*> added[] = {{"ended_at", "INTEGER NOT NULL DEFAULT 0"},
                                                        {"verdict", "TEXT NOT NULL DEFAULT ''"},
@@ -219,7 +259,7 @@ void Store::migrate() {
       exec(("ALTER TABLE steps ADD COLUMN " + std::string(name) + " " + type).c_str());
   // Schema 2 lacks the events' node; schema 7 their group, level and resource.
   std::vector<std::string> event_columns;
-  Statement events(db_, "PRAGMA table_info(events)");
+  Statement events(idle_statements_, db_, "PRAGMA table_info(events)");
   while (events.step()) event_columns.push_back(events.text(1));
   const std::pair<const char*, const char*> event_added[] = {
       {"node", kEmpty},
@@ -232,7 +272,7 @@ void Store::migrate() {
   // Schema 3 may lack the provider's call time (added without a version of
   // its own), and lacks who requested a replacement; schema 4 the boot times.
   std::vector<std::string> repair_columns;
-  Statement repairs(db_, "PRAGMA table_info(node_repairs)");
+  Statement repairs(idle_statements_, db_, "PRAGMA table_info(node_repairs)");
   while (repairs.step()) repair_columns.push_back(repairs.text(1));
   const std::pair<const char*, const char*> repair_added[] = {
       {"called_at", kZero},        {"requested_by", "INTEGER NOT NULL DEFAULT -1"},
@@ -302,7 +342,7 @@ void Store::note(Event event, bool node_event) {
 }
 
 void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpec& event) {
-  Statement insert(db_,
+  Statement insert(idle_statements_, db_,
                    "INSERT INTO events (at, job_id, run_id, uid, kind, detail)"
                    " VALUES (?, ?, ?, ?, ?, ?)");
   insert.bind(1, at)
@@ -322,7 +362,7 @@ void Store::insert_event(std::int64_t at, const StoredStep& step, const EventSpe
 
 void Store::insert_node_event(std::int64_t at, const std::string& node, std::uint32_t job_id,
                               const EventSpec& event, std::int64_t uid) {
-  Statement insert(db_,
+  Statement insert(idle_statements_, db_,
                    "INSERT INTO events (at, job_id, run_id, uid, kind, detail, node)"
                    " VALUES (?, ?, '', ?, ?, ?, ?)");
   insert.bind(1, at)
@@ -340,7 +380,10 @@ void Store::insert_node_event(std::int64_t at, const std::string& node, std::uin
        true);
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::~Store() {
+  for (const auto& [sql, stmt] : idle_statements_) sqlite3_finalize(stmt);
+  sqlite3_close(db_);
+}
 
 void Store::exec(const char* sql) {
   char* error = nullptr;
@@ -356,10 +399,11 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
   std::lock_guard lock(mutex_);
   return transaction([&] {
     if (find_locked(step.run_id, step.attempt)) return Insert::duplicate;
-    Statement other(db_, (std::string("SELECT ") + kStepColumns +
-                          " FROM steps WHERE job_id = ? AND run_id != ? AND state != 'decided'"
-                          " ORDER BY created_at LIMIT 1")
-                             .c_str());
+    Statement other(idle_statements_, db_,
+                    (std::string("SELECT ") + kStepColumns +
+                     " FROM steps WHERE job_id = ? AND run_id != ? AND state != 'decided'"
+                     " ORDER BY created_at LIMIT 1")
+                        .c_str());
     other.bind(1, step.job_id).bind(2, step.run_id);
     if (other.step()) {
       if (blocking != nullptr) *blocking = read_step(other);
@@ -367,7 +411,7 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
     }
     const auto stamp = clock_.stamp();
     const auto now = stamp.wall;
-    Statement insert(db_,
+    Statement insert(idle_statements_, db_,
                      "INSERT INTO steps (run_id, attempt, job_id, step_id, uid, argv, cwd,"
                      " nodelist, state, created_at, updated_at, created_boot_ms, created_boot_id,"
                      " min_nodes, hang_timeout, hang_signal) VALUES (?, ?, ?, ?, ?, ?, ?, ?,"
@@ -415,7 +459,7 @@ bool Store::save(const StoredStep& step, const std::optional<EventSpec>& event) 
       throw std::logic_error(fmt::format("step {}: no move from {} (stored) to {}", step.key(),
                                          to_string(from), to_string(to)));
     const auto now = clock_.unix_now();
-    Statement update(db_,
+    Statement update(idle_statements_, db_,
                      "UPDATE steps SET state = ?, verdict = ?, message = ?, phase = ?, repair = ?,"
                      " ended_at = ?, updated_at = ?, ended_boot_ms = ?, ended_boot_id = ?"
                      " WHERE run_id = ? AND attempt = ?");
@@ -449,7 +493,7 @@ bool Store::mark_ended(const StoredStep& step, const Stamp& at, const EventSpec&
     if (!may_move_stored(
             step, [](StepState s) { return s == StepState::registered; }, StepState::ended))
       return false;
-    Statement update(db_,
+    Statement update(idle_statements_, db_,
                      "UPDATE steps SET state = 'ended', ended_at = ?, updated_at = ?,"
                      " ended_boot_ms = ?, ended_boot_id = ?"
                      " WHERE run_id = ? AND attempt = ? AND state = 'registered'");
@@ -472,7 +516,7 @@ bool Store::cancel(const StoredStep& step, const std::string& message) {
     if (!may_move_stored(
             step, [](StepState s) { return s != StepState::decided; }, StepState::decided))
       return false;
-    Statement update(db_,
+    Statement update(idle_statements_, db_,
                      "UPDATE steps SET state = 'decided', verdict = 'cancelled', message = ?,"
                      " updated_at = ? WHERE run_id = ? AND attempt = ? AND state != 'decided'");
     update.bind(1, message)
@@ -492,7 +536,7 @@ bool Store::no_fault_if_ended(const StoredStep& step, const std::string& message
     if (!may_move_stored(
             step, [](StepState s) { return s == StepState::ended; }, StepState::decided))
       return false;
-    Statement update(db_,
+    Statement update(idle_statements_, db_,
                      "UPDATE steps SET state = 'decided', verdict = 'no_fault', message = ?,"
                      " updated_at = ? WHERE run_id = ? AND attempt = ? AND state = 'ended'");
     update.bind(1, shortened(message, kMaxDetailBytes))
@@ -518,8 +562,9 @@ std::optional<StoredStep> Store::find(const std::string& run_id, std::uint32_t a
 
 std::optional<StoredStep> Store::find_locked(const std::string& run_id, std::uint32_t attempt) {
   Statement s(
-      db_, (std::string("SELECT ") + kStepColumns + " FROM steps WHERE run_id = ? AND attempt = ?")
-               .c_str());
+      idle_statements_, db_,
+      (std::string("SELECT ") + kStepColumns + " FROM steps WHERE run_id = ? AND attempt = ?")
+          .c_str());
   s.bind(1, run_id).bind(2, attempt);
   if (!s.step()) return std::nullopt;
   return read_step(s);
@@ -527,17 +572,22 @@ std::optional<StoredStep> Store::find_locked(const std::string& run_id, std::uin
 
 std::vector<StoredStep> Store::active_steps() {
   std::lock_guard lock(mutex_);
-  Statement s(db_, (std::string("SELECT ") + kStepColumns +
-                    " FROM steps WHERE state != 'decided' ORDER BY created_at, rowid")
-                       .c_str());
+  Statement s(idle_statements_, db_,
+              (std::string("SELECT ") + kStepColumns +
+               " FROM steps WHERE state != 'decided' ORDER BY created_at, rowid")
+                  .c_str());
   std::vector<StoredStep> out;
-  while (s.step()) out.push_back(read_step(s));
+  while (s.step()) out.push_back(read_step(s, &parsed_rows_));
+  // Only the rows read now are kept.
+  std::set<std::int64_t> rows;
+  for (const auto& step : out) rows.insert(step.row);
+  std::erase_if(parsed_rows_, [&](const auto& entry) { return !rows.contains(entry.first); });
   return out;
 }
 
 std::map<std::string, std::int64_t> Store::step_counts() {
   std::lock_guard lock(mutex_);
-  Statement s(db_, "SELECT state, COUNT(*) FROM steps GROUP BY state");
+  Statement s(idle_statements_, db_, "SELECT state, COUNT(*) FROM steps GROUP BY state");
   std::map<std::string, std::int64_t> out;
   while (s.step()) out[s.text(0)] = s.integer(1);
   return out;
@@ -545,9 +595,10 @@ std::map<std::string, std::int64_t> Store::step_counts() {
 
 std::vector<StoredStep> Store::job_steps(std::uint32_t job_id) {
   std::lock_guard lock(mutex_);
-  Statement s(db_, (std::string("SELECT ") + kStepColumns +
-                    " FROM steps WHERE job_id = ? ORDER BY created_at, rowid")
-                       .c_str());
+  Statement s(idle_statements_, db_,
+              (std::string("SELECT ") + kStepColumns +
+               " FROM steps WHERE job_id = ? ORDER BY created_at, rowid")
+                  .c_str());
   s.bind(1, job_id);
   std::vector<StoredStep> out;
   while (s.step()) out.push_back(read_step(s));
@@ -556,7 +607,8 @@ std::vector<StoredStep> Store::job_steps(std::uint32_t job_id) {
 
 std::optional<uid_t> Store::run_owner(const std::string& run_id) {
   std::lock_guard lock(mutex_);
-  Statement s(db_, "SELECT uid FROM steps WHERE run_id = ? ORDER BY attempt LIMIT 1");
+  Statement s(idle_statements_, db_,
+              "SELECT uid FROM steps WHERE run_id = ? ORDER BY attempt LIMIT 1");
   s.bind(1, run_id);
   if (!s.step()) return std::nullopt;
   return static_cast<uid_t>(s.integer(0));
@@ -567,10 +619,11 @@ std::vector<StoredStep> Store::steps(std::optional<uid_t> uid, std::optional<std
   std::lock_guard lock(mutex_);
   // Newest first by row: a row id only grows, so a cursor never skips or
   // repeats a step.
-  Statement s(db_, (std::string("SELECT ") + kStepColumns +
-                    " FROM steps WHERE (?1 < 0 OR uid = ?1) AND (?2 < 0 OR job_id = ?2)"
-                    " AND (?3 < 0 OR rowid < ?3) ORDER BY rowid DESC LIMIT ?4")
-                       .c_str());
+  Statement s(idle_statements_, db_,
+              (std::string("SELECT ") + kStepColumns +
+               " FROM steps WHERE (?1 < 0 OR uid = ?1) AND (?2 < 0 OR job_id = ?2)"
+               " AND (?3 < 0 OR rowid < ?3) ORDER BY rowid DESC LIMIT ?4")
+                  .c_str());
   s.bind(1, uid ? static_cast<std::int64_t>(*uid) : -1)
       .bind(2, job_id ? static_cast<std::int64_t>(*job_id) : -1)
       .bind(3, before.value_or(-1))
@@ -586,7 +639,7 @@ std::vector<Event> Store::events(std::optional<uid_t> uid, std::int64_t since, s
   if (filter.level == "warning") min_rank = 1;
   if (filter.level == "error") min_rank = 2;
   std::lock_guard lock(mutex_);
-  Statement s(db_,
+  Statement s(idle_statements_, db_,
               "SELECT id, at, job_id, run_id, kind, detail, node, uid, group_name, level,"
               " resource FROM events"
               " WHERE (?1 < 0 OR uid = ?1) AND at >= ?2 AND id > ?3"
@@ -643,11 +696,12 @@ NodeRepair read_node_repair(const Statement& s) {
 std::size_t Store::prune(std::int64_t cutoff) {
   std::lock_guard lock(mutex_);
   return transaction([&] {
-    Statement steps(db_, "DELETE FROM steps WHERE state = 'decided' AND updated_at < ?");
+    Statement steps(idle_statements_, db_,
+                    "DELETE FROM steps WHERE state = 'decided' AND updated_at < ?");
     steps.bind(1, cutoff);
     steps.step();
     auto gone = static_cast<std::size_t>(sqlite3_changes(db_));
-    Statement events(db_, "DELETE FROM events WHERE at < ?");
+    Statement events(idle_statements_, db_, "DELETE FROM events WHERE at < ?");
     events.bind(1, cutoff);
     events.step();
     gone += static_cast<std::size_t>(sqlite3_changes(db_));
@@ -658,7 +712,7 @@ std::size_t Store::prune(std::int64_t cutoff) {
 std::optional<NodeRepair> Store::node_repair(const std::string& node) {
   std::lock_guard lock(mutex_);
   Statement s(
-      db_,
+      idle_statements_, db_,
       (std::string("SELECT ") + kNodeRepairColumns + " FROM node_repairs WHERE node = ?").c_str());
   s.bind(1, node);
   if (!s.step()) return std::nullopt;
@@ -667,9 +721,10 @@ std::optional<NodeRepair> Store::node_repair(const std::string& node) {
 
 std::vector<NodeRepair> Store::node_repairs() {
   std::lock_guard lock(mutex_);
-  Statement s(db_, (std::string("SELECT ") + kNodeRepairColumns +
-                    " FROM node_repairs ORDER BY started_at, node")
-                       .c_str());
+  Statement s(
+      idle_statements_, db_,
+      (std::string("SELECT ") + kNodeRepairColumns + " FROM node_repairs ORDER BY started_at, node")
+          .c_str());
   std::vector<NodeRepair> out;
   while (s.step()) out.push_back(read_node_repair(s));
   return out;
@@ -700,7 +755,7 @@ void bind_node_repair(Statement& s, const NodeRepair& repair) {
 void Store::save_node_repair(const NodeRepair& repair, const EventSpec& event) {
   std::lock_guard lock(mutex_);
   transaction([&] {
-    Statement upsert(db_,
+    Statement upsert(idle_statements_, db_,
                      (std::string("INSERT OR REPLACE INTO node_repairs (") + kNodeRepairColumns +
                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
                          .c_str());
@@ -713,7 +768,7 @@ void Store::save_node_repair(const NodeRepair& repair, const EventSpec& event) {
 bool Store::add_node_repair(const NodeRepair& repair, const EventSpec& event) {
   std::lock_guard lock(mutex_);
   return transaction([&] {
-    Statement insert(db_,
+    Statement insert(idle_statements_, db_,
                      (std::string("INSERT OR IGNORE INTO node_repairs (") + kNodeRepairColumns +
                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
                          .c_str());
@@ -729,10 +784,10 @@ void Store::remove_node_repair(const std::string& node, const EventSpec& event) 
   std::lock_guard lock(mutex_);
   transaction([&] {
     std::int64_t uid = 0;
-    Statement who(db_, "SELECT requested_by FROM node_repairs WHERE node = ?");
+    Statement who(idle_statements_, db_, "SELECT requested_by FROM node_repairs WHERE node = ?");
     who.bind(1, node);
     if (who.step()) uid = std::max<std::int64_t>(who.integer(0), 0);
-    Statement remove(db_, "DELETE FROM node_repairs WHERE node = ?");
+    Statement remove(idle_statements_, db_, "DELETE FROM node_repairs WHERE node = ?");
     remove.bind(1, node);
     remove.step();
     insert_node_event(clock_.unix_now(), node, 0, event, uid);
@@ -746,7 +801,7 @@ void Store::add_node_event(const std::string& node, const EventSpec& event, std:
 
 std::map<std::string, proto::json> Store::guard_flags() {
   std::lock_guard lock(mutex_);
-  Statement s(db_, "SELECT name, value FROM guard_flags");
+  Statement s(idle_statements_, db_, "SELECT name, value FROM guard_flags");
   std::map<std::string, proto::json> out;
   while (s.step()) out[s.text(0)] = proto::json::parse(s.text(1));
   return out;
@@ -757,12 +812,13 @@ void Store::set_guard_flags(const GuardChanges& changes, const EventSpec& event)
   transaction([&] {
     for (const auto& [name, value] : changes) {
       if (value) {
-        Statement upsert(db_, "INSERT OR REPLACE INTO guard_flags (name, value) VALUES (?, ?)");
+        Statement upsert(idle_statements_, db_,
+                         "INSERT OR REPLACE INTO guard_flags (name, value) VALUES (?, ?)");
         upsert.bind(1, name).bind(
             2, value->dump(-1, ' ', false, proto::json::error_handler_t::replace));
         upsert.step();
       } else {
-        Statement remove(db_, "DELETE FROM guard_flags WHERE name = ?");
+        Statement remove(idle_statements_, db_, "DELETE FROM guard_flags WHERE name = ?");
         remove.bind(1, name);
         remove.step();
       }
@@ -777,11 +833,12 @@ void Store::count_actions(const std::string& kind, const std::vector<std::string
   transaction([&] {
     const auto now = clock_.unix_now();
     for (const auto& node : nodes) {
-      Statement insert(db_, "INSERT INTO guard_actions (at, kind, node) VALUES (?, ?, ?)");
+      Statement insert(idle_statements_, db_,
+                       "INSERT INTO guard_actions (at, kind, node) VALUES (?, ?, ?)");
       insert.bind(1, now).bind(2, kind).bind(3, node);
       insert.step();
     }
-    Statement old(db_, "DELETE FROM guard_actions WHERE at < ?");
+    Statement old(idle_statements_, db_, "DELETE FROM guard_actions WHERE at < ?");
     old.bind(1, now - kKeep);
     old.step();
   });
@@ -789,7 +846,8 @@ void Store::count_actions(const std::string& kind, const std::vector<std::string
 
 std::uint32_t Store::actions_since(const std::string& kind, std::int64_t since) {
   std::lock_guard lock(mutex_);
-  Statement s(db_, "SELECT COUNT(*) FROM guard_actions WHERE kind = ? AND at >= ?");
+  Statement s(idle_statements_, db_,
+              "SELECT COUNT(*) FROM guard_actions WHERE kind = ? AND at >= ?");
   s.bind(1, kind).bind(2, since);
   s.step();
   return static_cast<std::uint32_t>(s.integer(0));
@@ -799,7 +857,7 @@ void Store::settle_actions(const std::string& kind, const std::vector<std::strin
   std::lock_guard lock(mutex_);
   transaction([&] {
     for (const auto& node : nodes) {
-      Statement settle(db_,
+      Statement settle(idle_statements_, db_,
                        "DELETE FROM guard_actions WHERE rowid = (SELECT rowid FROM guard_actions "
                        "WHERE kind = ? AND node = ? ORDER BY at DESC, rowid DESC LIMIT 1)");
       settle.bind(1, kind).bind(2, node);
@@ -819,7 +877,7 @@ namespace ar {
 
 std::optional<proto::json> Store::provision_state() {
   std::lock_guard lock(mutex_);
-  Statement s(db_, "SELECT state FROM provision_state WHERE id = 1");
+  Statement s(idle_statements_, db_, "SELECT state FROM provision_state WHERE id = 1");
   if (!s.step()) return std::nullopt;
   return proto::json::parse(s.text(0));
 }
@@ -828,12 +886,13 @@ void Store::save_provision(const proto::json& state, const std::vector<ClusterEv
                            const std::vector<InstanceRecord>& records) {
   std::lock_guard lock(mutex_);
   transaction([&] {
-    Statement save(db_, "INSERT OR REPLACE INTO provision_state (id, state) VALUES (1, ?)");
+    Statement save(idle_statements_, db_,
+                   "INSERT OR REPLACE INTO provision_state (id, state) VALUES (1, ?)");
     save.bind(1, state.dump());
     save.step();
     const auto at = clock_.unix_now();
     for (const auto& e : events) {
-      Statement insert(db_,
+      Statement insert(idle_statements_, db_,
                        "INSERT INTO events (at, job_id, run_id, uid, kind, detail, node,"
                        " group_name, level, resource) VALUES (?, 0, '', 0, ?, ?, ?, ?, ?, ?)");
       insert.bind(1, at)
@@ -853,7 +912,7 @@ void Store::save_provision(const proto::json& state, const std::vector<ClusterEv
            !e.node.empty());
     }
     for (const auto& r : records) {
-      Statement upsert(db_,
+      Statement upsert(idle_statements_, db_,
                        "INSERT OR REPLACE INTO instances (token, group_name, node, instance_id,"
                        " operation, requested, started, in_service, terminated, end_reason)"
                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -874,7 +933,7 @@ void Store::save_provision(const proto::json& state, const std::vector<ClusterEv
 
 std::vector<InstanceRecord> Store::instance_records(const std::string& group, std::int64_t since) {
   std::lock_guard lock(mutex_);
-  Statement s(db_,
+  Statement s(idle_statements_, db_,
               "SELECT token, group_name, node, instance_id, operation, requested, started,"
               " in_service, terminated, end_reason FROM instances"
               " WHERE (?1 = '' OR group_name = ?1) AND (terminated = 0 OR terminated >= ?2)"

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -121,6 +122,15 @@ struct NodeRepair {
 
 class Store {
  public:
+  // A step row's parsed argv and repair facts, with the texts they were
+  // parsed from (see parsed_rows_).
+  struct ParsedRow {
+    std::string argv_text;
+    std::vector<std::string> argv;
+    std::string repair_text;
+    RepairFacts repair;
+  };
+  using ParsedRows = std::map<std::int64_t, ParsedRow>;
   // Opens (creating if needed) DIR/auto-resume.db. Throws std::runtime_error.
   // `clock` stamps what is stored.
   explicit Store(const std::filesystem::path& state_dir, const Clock& clock = system_clock());
@@ -239,6 +249,12 @@ class Store {
   sqlite3* db_ = nullptr;
   // One connection, used by the server's workers and the resume engine.
   std::mutex mutex_;
+  // Its prepared statements not in use, by SQL text (under mutex_).
+  std::unordered_multimap<std::string, sqlite3_stmt*> idle_statements_;
+  // The argv and repair facts active_steps parsed, by row, with the texts
+  // they were parsed from (a look reads every active step; a row whose
+  // texts did not change is not parsed again). Under mutex_.
+  ParsedRows parsed_rows_;
   EventHook hook_;
   // The events of the transaction under way, for hook_ once it commits.
   std::vector<std::pair<Event, bool>> uncommitted_;
