@@ -484,25 +484,31 @@ void Engine::count_probes(const std::vector<std::string>& probed,
     store_.add_node_event("", {EventKind::probe_crowd, detail});
   }
   crowd_said_ = probe_crowd_;
+  // One lookup a node: a round probes every node under a protected step.
   std::map<std::string, unsigned> next;
+  std::vector<unsigned> counts(probed.size(), 0);
   for (std::size_t i = 0; i < probed.size(); ++i) {
     const auto& host = probed[i];
-    const auto before = failed_probes_.contains(host) ? failed_probes_[host] : 0U;
-    next[host] = results[i] == ProbeResult::answered                  ? 0
-                 : results[i] == ProbeResult::silent && !probe_crowd_ ? before + 1
-                                                                      : before;
+    const auto found = failed_probes_.find(host);
+    const auto before = found != failed_probes_.end() ? found->second : 0U;
+    counts[i] = results[i] == ProbeResult::answered                  ? 0
+                : results[i] == ProbeResult::silent && !probe_crowd_ ? before + 1
+                                                                     : before;
+    next.emplace_hint(next.end(), host, counts[i]);  // `probed` is in order
   }
-  for (const auto& [host, count] : failed_probes_)
-    if (!next.contains(host) || next[host] == 0) {
+  // A node whose silence ended: its cross-checks and what was said go.
+  for (const auto& [host, count] : failed_probes_) {
+    if (count == 0) continue;
+    const auto now = next.find(host);
+    if (now == next.end() || now->second == 0) {
       keeper_.forget_peers(host);
       disputed_said_.erase(host);
     }
-  failed_probes_ = std::move(next);
-  for (std::size_t i = 0; i < probed.size(); ++i) {
-    const auto& host = probed[i];
-    if (failed_probes_[host] == 0) continue;
-    keeper_.ask_peers(host, {targets[i], *wanted.at(host), ProbeDepth::connect});
   }
+  failed_probes_ = std::move(next);
+  for (std::size_t i = 0; i < probed.size(); ++i)
+    if (counts[i] != 0)
+      keeper_.ask_peers(probed[i], {targets[i], *wanted.at(probed[i]), ProbeDepth::connect});
 }
 
 std::optional<std::string> Engine::probe_fault(const std::string& host, unsigned count) {

@@ -572,6 +572,10 @@ std::optional<StoredStep> Store::find_locked(const std::string& run_id, std::uin
 
 std::vector<StoredStep> Store::active_steps() {
   std::lock_guard lock(mutex_);
+  // Nothing written on the connection (the store's only one) since the
+  // last read: the same steps.
+  const auto changes = sqlite3_total_changes64(db_);
+  if (active_read_ && changes == active_changes_) return *active_read_;
   Statement s(idle_statements_, db_,
               (std::string("SELECT ") + kStepColumns +
                " FROM steps WHERE state != 'decided' ORDER BY created_at, rowid")
@@ -582,6 +586,8 @@ std::vector<StoredStep> Store::active_steps() {
   std::set<std::int64_t> rows;
   for (const auto& step : out) rows.insert(step.row);
   std::erase_if(parsed_rows_, [&](const auto& entry) { return !rows.contains(entry.first); });
+  active_read_ = out;
+  active_changes_ = changes;
   return out;
 }
 

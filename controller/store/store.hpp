@@ -255,6 +255,10 @@ class Store {
   // they were parsed from (a look reads every active step; a row whose
   // texts did not change is not parsed again). Under mutex_.
   ParsedRows parsed_rows_;
+  // active_steps' last answer, and the connection's count of changed rows
+  // then (sqlite3_total_changes64): while the count stands, so do the steps.
+  std::optional<std::vector<StoredStep>> active_read_;
+  std::int64_t active_changes_ = 0;
   EventHook hook_;
   // The events of the transaction under way, for hook_ once it commits.
   std::vector<std::pair<Event, bool>> uncommitted_;
