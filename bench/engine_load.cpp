@@ -136,7 +136,8 @@ class World : public ar::test::Fakes {
   }
 
  private:
-  static std::uint32_t job_id(int i) { return 100 + static_cast<std::uint32_t>(i); }
+  // Above the in-memory Slurm's helper job ids (5000 on).
+  static std::uint32_t job_id(int i) { return 1'000'000 + static_cast<std::uint32_t>(i); }
   static uid_t owner(int i) { return 2000 + static_cast<uid_t>(i % 48); }
   static std::string run_id(int i) { return fmt::format("run-{}", i); }
   proto::json ask(const std::string& op, const proto::json& fields, uid_t caller) {

@@ -186,18 +186,28 @@ const std::vector<slurm::NodeInfo>& FakeSlurm::load_nodes() {
   ++node_reads;
   const auto held = check_reachable();
   listed_.clear();
+  // The running jobs' nodes once, not once a node (bench/steps.sh lists
+  // thousands of both).
+  std::set<std::string> allocated;
+  for (const auto& [id, j] : jobs)
+    if (j.running) allocated.insert(j.hosts.begin(), j.hosts.end());
   for (const auto& [name, n] : nodes) {
     if (n.cloud && n.powered_down) continue;  // hidden, as Slurm hides it
-    listed_.push_back(as_listed(name, n));
+    listed_.push_back(with_allocation(n, allocated.contains(name)));
   }
   return listed_;
 }
 
 slurm::NodeInfo FakeSlurm::as_listed(const std::string& name, slurm::NodeInfo n) const {
-  n.allocated = std::any_of(jobs.begin(), jobs.end(), [&](const auto& entry) {
+  const bool allocated = std::any_of(jobs.begin(), jobs.end(), [&](const auto& entry) {
     const auto& j = entry.second;
     return j.running && std::find(j.hosts.begin(), j.hosts.end(), name) != j.hosts.end();
   });
+  return with_allocation(std::move(n), allocated);
+}
+
+slurm::NodeInfo FakeSlurm::with_allocation(slurm::NodeInfo n, bool allocated) {
+  n.allocated = allocated;
   n.idle = !n.down && !n.allocated;
   return n;
 }

@@ -205,6 +205,7 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::vector<slurm::NodeInfo> listed_;
   // A node as slurmctld lists it: allocated while a running job holds it.
   slurm::NodeInfo as_listed(const std::string& name, slurm::NodeInfo n) const;
+  static slurm::NodeInfo with_allocation(slurm::NodeInfo n, bool allocated);
   std::uint32_t next_job_id_ = 5000;
 };
 
