@@ -47,14 +47,6 @@ struct Asker {
   std::string run;  // empty but for a protected step's repair
 };
 
-// One audit line for an action root takes (a mark, drain, shrink, requeue,
-// replacement, provider call), with who asked; text a user chose is
-// escaped.
-inline void audit(const Asker& asker, std::string_view action, std::string_view detail) {
-  write("audit", "uid={} op={} run={} {}: {}", asker.uid, asker.op,
-        asker.run.empty() ? std::string("-") : printable(asker.run), action, printable(detail));
-}
-
 // A key=value field's value as logfmt writes it: bare when it has no
 // blank, quote or '=' (and "-" when empty), else in double quotes with
 // quotes and backslashes escaped; control characters escaped either way.
@@ -68,6 +60,15 @@ inline std::string field(std::string_view value) {
     out += c;
   }
   return out + "\"";
+}
+
+// One audit line for an action root takes (a mark, drain, shrink, requeue,
+// replacement, provider call), with who asked; each field as logfmt writes
+// it (field), so that text a user chose can neither be mistaken for another
+// field nor start another line.
+inline void audit(const Asker& asker, std::string_view action, std::string_view detail) {
+  write("audit", "uid={} op={} run={} {}: {}", asker.uid, field(asker.op), field(asker.run),
+        field(action), printable(detail));
 }
 
 // One line per event recorded (`auto-resume events`), its facts as

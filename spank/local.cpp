@@ -212,7 +212,10 @@ proto::RegisterRequest describe_step(std::uint32_t job_id, std::uint32_t step_id
   step.step_id = step_id;
   // A relaunch carries the run on; a marker from another job (an exported
   // environment) starts a new run.
-  const bool continues = marker && marker->run_id.starts_with(std::to_string(job_id) + ".");
+  // The marker is in the environment, the user's to set: only a run id of
+  // this job, in the alphabet the controller takes, is carried on.
+  const bool continues = marker && marker->run_id.starts_with(std::to_string(job_id) + ".") &&
+                         proto::valid_run_id(marker->run_id);
   step.run_id = continues ? marker->run_id : new_run_id(job_id, step_id);
   step.attempt = continues ? marker->attempt : 0;
   step.argv = own_argv();

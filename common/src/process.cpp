@@ -99,7 +99,7 @@ struct ChildError {
   int step = 0;
   int error = 0;
 };
-constexpr const char* kSteps[] = {"setpgid", "dup2", "setgroups", "setgid", "setuid", "exec"};
+constexpr const char* kSteps[] = {"setsid", "dup2", "setgroups", "setgid", "setuid", "exec"};
 
 [[noreturn]] void child_failed(int report, int step) {
   const ChildError e{step, errno};
@@ -112,7 +112,9 @@ constexpr const char* kSteps[] = {"setpgid", "dup2", "setgroups", "setgid", "set
 // The identity changes are raw system calls, for this one thread.
 [[noreturn]] void exec_as(char** argv, char** envp, int in, int out, int report, const RunAs& as,
                           const gid_t* groups, std::size_t group_count) {
-  if (setpgid(0, 0) != 0) child_failed(report, 0);
+  // A session of its own: its own process group (a timeout kills the
+  // group), and no controlling terminal of ours to push keys into.
+  if (setsid() < 0) child_failed(report, 0);
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) child_failed(report, 1);
   // Nothing of ours outlives the exec (the report pipe is close-on-exec too).
   close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);

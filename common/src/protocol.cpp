@@ -41,6 +41,17 @@ std::string get_string(const json& body, const char* field, std::size_t max_len 
   return text;
 }
 
+// A request's run id: 1 to kMaxRunIdBytes bytes of kRunIdPunctuation,
+// letters and digits.
+std::string get_run_id(const json& body, const char* field = "run_id") {
+  auto text = get_string(body, field, kMaxRunIdBytes);
+  if (text.empty()) bad(named(field) + " must not be empty");
+  if (!valid_run_id(text))
+    bad(named(field) + " may hold only letters, digits and " + std::string(kRunIdPunctuation) +
+        ", got " + shown(json(text)));
+  return text;
+}
+
 std::uint32_t get_u32(const json& body, const char* field) {
   const auto& value = required(body, field);
   const bool fits = value.is_number_unsigned()
@@ -171,6 +182,13 @@ json to_json_array(const std::vector<Item>& items) {
 
 }  // namespace
 
+bool valid_run_id(std::string_view run_id) {
+  return std::ranges::all_of(run_id, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           kRunIdPunctuation.find(c) != std::string_view::npos;
+  });
+}
+
 Request parse_request(std::string_view body_text) {
   if (body_text.size() > kMaxMessageBytes)
     throw ProtocolError(code::kTooLarge, "message of " + std::to_string(body_text.size()) +
@@ -263,8 +281,7 @@ StepRegistration StepRegistration::from_json(const json& body) {
   StepRegistration step;
   step.job_id = get_u32(body, "job_id");
   step.step_id = get_u32(body, "step_id");
-  step.run_id = get_string(body, "run_id", kMaxRunIdBytes);
-  if (step.run_id.empty()) bad("field 'run_id' must not be empty");
+  step.run_id = get_run_id(body);
   step.attempt = get_u32(body, "attempt");
   step.argv = get_string_list(body, "argv");
   if (step.argv.empty()) bad("field 'argv' must not be empty");
@@ -447,8 +464,7 @@ json VerdictRequest::to_json() const {
 }
 
 VerdictRequest VerdictRequest::from_json(const json& body) {
-  return {get_string(body, "run_id", kMaxRunIdBytes), get_u32(body, "attempt"),
-          get_bool(body, "ended", false)};
+  return {get_run_id(body), get_u32(body, "attempt"), get_bool(body, "ended", false)};
 }
 
 json VerdictReply::Relaunch::to_json() const {
@@ -491,7 +507,7 @@ json CancelRequest::to_json() const {
 
 CancelRequest CancelRequest::from_json(const json& body) {
   CancelRequest request;
-  request.run_id = get_string(body, "run_id", kMaxRunIdBytes);
+  request.run_id = get_run_id(body);
   request.attempt = get_u32(body, "attempt");
   if (body.contains("reason")) request.reason = get_string(body, "reason", kMaxReasonBytes);
   return request;
@@ -827,10 +843,7 @@ TasksExitedRequest TasksExitedRequest::from_json(const json& body) {
   TasksExitedRequest request;
   request.job_id = get_u32(body, "job_id");
   request.step_id = get_u32(body, "step_id");
-  if (body.contains("run_id")) {
-    request.run_id = get_string(body, "run_id", kMaxRunIdBytes);
-    if (request.run_id.empty()) bad(named("run_id") + " must not be empty");
-  }
+  if (body.contains("run_id")) request.run_id = get_run_id(body);
   if (body.contains("attempt")) request.attempt = get_u32(body, "attempt");
   request.node = get_node_name(body, "node");
   request.node_id = get_u32(body, "node_id");

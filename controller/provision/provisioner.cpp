@@ -17,6 +17,7 @@
 #include "autoresume/groups.hpp"
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/text.hpp"
+#include "files.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
 #include "nodes/provider.hpp"
@@ -75,35 +76,11 @@ std::optional<std::string> read_text(const std::filesystem::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// Writes `text` beside `path` and renames it over it (a reader sees the old
-// file or the new one); an existing file keeps its mode and owner, a new
-// one is 0644.
+// Writes `text` beside `path` and renames it over it (files.hpp: a reader
+// sees the old file or the new one; nothing planted is followed).
 void write_text(const std::filesystem::path& path, const std::string& text) {
-  const auto temporary = path.string() + ".auto-resume.tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temporary);
-      throw std::runtime_error("cannot write " + temporary);
-    }
-  }
-  struct stat was {};
-  const bool existed = ::stat(path.c_str(), &was) == 0;
-  std::error_code ignored;
-  std::filesystem::permissions(
-      temporary, static_cast<std::filesystem::perms>(existed ? was.st_mode & 07777 : 0644),
-      ignored);
-  if (existed && ::chown(temporary.c_str(), was.st_uid, was.st_gid) != 0 && geteuid() == 0)
-    log::warn("{}: cannot give it back to uid {}: {}", path.string(), was.st_uid,
-              std::error_code(errno, std::generic_category()).message());
-  try {
-    std::filesystem::rename(temporary, path);
-  } catch (...) {
-    std::filesystem::remove(temporary, ignored);
-    throw;
-  }
+  if (const auto warning = files::replace_file(path, text); !warning.empty())
+    log::warn("{}", warning);
 }
 
 // A mark that asks for the node's replacement (as the node keeper reads them).
@@ -308,7 +285,7 @@ std::function<void()> Provisioner::on_work(const std::string& name,
 std::string Provisioner::reload_groups(bool act) {
   std::vector<GroupSpec> specs;
   try {
-    specs = load_groups(settings_.groups_dir);
+    specs = load_own_groups();
     last_groups_error_.clear();
   } catch (const ConfigError& e) {
     // The groups stay as they were until the files are right again.
@@ -652,7 +629,7 @@ Provisioner::IncludePlan Provisioner::plan_include() {
     return plan;
   }
   try {
-    const auto specs = load_groups(settings_.groups_dir);
+    const auto specs = load_own_groups();
     const auto groups = include_groups(specs, true);
     const auto admin = read_admin_conf();
     const auto expand = [](const std::string& list) { return slurm::expand_hostlist(list); };
@@ -666,6 +643,20 @@ Provisioner::IncludePlan Provisioner::plan_include() {
     plan.error = e.what();
   }
   return plan;
+}
+
+std::vector<GroupSpec> Provisioner::load_own_groups() const {
+  // Group files say which nodes the controller (root) creates, and it
+  // writes their .next and .prev beside them: only from a folder of its own.
+  std::error_code missing;
+  if (std::filesystem::exists(settings_.groups_dir, missing)) {
+    try {
+      files::check_own_folder(settings_.groups_dir, "groups_dir");
+    } catch (const std::runtime_error& e) {
+      throw ConfigError(e.what());
+    }
+  }
+  return load_groups(settings_.groups_dir);
 }
 
 provision::Group& Provisioner::known_group(const std::string& name) {

@@ -58,7 +58,7 @@ bool Service::quick(const proto::Request& request, uid_t caller, const std::stri
   return keeper_->heartbeat_at_hand(node->get<std::string>(), peer);
 }
 
-void Service::refuse(uid_t caller, const std::string& message) {
+void Service::refuse(uid_t caller, const std::string& message, const char* refusal) {
   std::string why;
   {
     std::lock_guard lock(mutex_);
@@ -69,7 +69,7 @@ void Service::refuse(uid_t caller, const std::string& message) {
     throw ProtocolError(code::kUnavailable,
                         fmt::format("{}, and slurmctld cannot say whether uid {} is SlurmUser: {}",
                                     message, caller, why));
-  throw ProtocolError(code::kForbidden, message);
+  throw ProtocolError(refusal, message);
 }
 
 std::string Service::handle(const proto::Request& request, uid_t caller, const std::string& peer) {
@@ -168,7 +168,9 @@ proto::RegisterReply Service::do_register(proto::RegisterRequest step, uid_t cal
                                     step.job_id, step.step_id, step.job_id));
   if (const auto owner = store_.run_owner(step.run_id); owner && *owner != job->uid)
     throw ProtocolError(code::kForbidden,
-                        fmt::format("run '{}' belongs to uid {}", step.run_id, *owner));
+                        fmt::format("run '{}' cannot be registered for job {} (of uid {}): "
+                                    "choose another run id",
+                                    step.run_id, step.job_id, job->uid));
   // The nodes are slurmctld's: what the client sent is never used.
   step.nodelist = std::move(*nodes);
   StoredStep other;
@@ -346,12 +348,15 @@ namespace ar {
 
 StoredStep Service::owned_step(const std::string& run_id, std::uint32_t attempt, uid_t caller) {
   auto step = store_.find(run_id, attempt);
-  if (!step)
-    throw ProtocolError(code::kNotFound, fmt::format("no step is registered as run '{}' attempt {}",
-                                                     run_id, attempt));
-  if (step->uid != caller && !privileged(caller))
-    refuse(caller,
-           fmt::format("run '{}' belongs to uid {}, not to uid {}", run_id, step->uid, caller));
+  const auto unknown = fmt::format("no step is registered as run '{}' attempt {}", run_id, attempt);
+  if (!step) throw ProtocolError(code::kNotFound, unknown);
+  // Another user's run is answered as an unknown one: neither that it
+  // exists nor whose it is.
+  if (step->uid != caller && !privileged(caller)) {
+    log::info("uid {} asked for run {} attempt {}, another user's: answered as an unknown run",
+              caller, run_id, attempt);
+    refuse(caller, unknown, code::kNotFound);
+  }
   return *step;
 }
 

@@ -56,9 +56,11 @@ class Service {
   bool quick(const proto::Request& request, uid_t caller, const std::string& peer);
 
  private:
-  // Throws forbidden with `message`; unavailable while slurmctld cannot say
+  // Throws `refusal` (forbidden, or not_found where even a refusal would
+  // say too much) with `message`; unavailable while slurmctld cannot say
   // who SlurmUser is (so SlurmUser is never told it may not).
-  [[noreturn]] void refuse(uid_t caller, const std::string& message);
+  [[noreturn]] void refuse(uid_t caller, const std::string& message,
+                           const char* refusal = proto::code::kForbidden);
   // The op's typed request, answered by its handler: the reply as JSON.
   proto::json dispatch(const proto::Request& request, uid_t caller, const std::string& peer);
   proto::HelloReply do_hello(const proto::HelloRequest& request, uid_t caller);

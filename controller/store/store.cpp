@@ -1,6 +1,8 @@
 #include "store/store.hpp"
 
+#include <fcntl.h>
 #include <fmt/core.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,20 +24,29 @@ namespace ar {
 namespace {
 
 // Steps hold every user's command lines: the folder is the controller's
-// alone. A missing one is created with mode 700. An existing one must be a
-// directory of this uid that no one else may write to (it is then made 700);
-// a shared one (/tmp, mode 1777) or another user's is refused and left as
-// it is.
+// alone. A missing one is created with mode 700 (mkdir: one that appears
+// meanwhile is checked as any other). An existing one must be a directory,
+// not a symlink, of this uid that no one else may write to (it is then
+// made 700); a shared one (/tmp, mode 1777), another user's or a symlink
+// (which someone could have planted in a shared parent) is refused and
+// left as it is.
 void prepare_state_dir(const std::filesystem::path& dir) {
   namespace fs = std::filesystem;
   struct stat st {};
-  if (stat(dir.c_str(), &st) != 0) {
+  if (lstat(dir.c_str(), &st) != 0) {
     if (errno != ENOENT)
       throw std::runtime_error(fmt::format("state_dir {}: {}", dir.string(), std::strerror(errno)));
-    fs::create_directories(dir);
-    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
-    return;
+    if (dir.has_parent_path()) fs::create_directories(dir.parent_path());
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      throw std::runtime_error(fmt::format("state_dir {}: {}", dir.string(), std::strerror(errno)));
+    if (lstat(dir.c_str(), &st) != 0)
+      throw std::runtime_error(fmt::format("state_dir {}: {}", dir.string(), std::strerror(errno)));
   }
+  if (S_ISLNK(st.st_mode))
+    throw std::runtime_error(fmt::format(
+        "state_dir {} is a symbolic link: give the controller a directory of its own (a missing "
+        "one is created with mode 700)",
+        dir.string()));
   if (!S_ISDIR(st.st_mode))
     throw std::runtime_error(fmt::format("state_dir {} is not a directory", dir.string()));
   if (st.st_uid != geteuid())
@@ -48,7 +59,8 @@ void prepare_state_dir(const std::filesystem::path& dir) {
         "state_dir {} may be written by others (mode {:o}): give the controller a directory of "
         "its own (a missing one is created with mode 700)",
         dir.string(), st.st_mode & 07777));
-  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+  if ((st.st_mode & 07777) != 0700 && chmod(dir.c_str(), 0700) != 0)
+    throw std::runtime_error(fmt::format("state_dir {}: {}", dir.string(), std::strerror(errno)));
 }
 
 // A name read back from the database, as its enum.
@@ -187,10 +199,46 @@ StoredStep read_step(const Statement& s, Store::ParsedRows* cache = nullptr) {
 
 }  // namespace
 
-Store::Store(const std::filesystem::path& state_dir, const Clock& clock) : clock_(clock) {
+Store::StateLock::StateLock(const std::filesystem::path& state_dir) {
   prepare_state_dir(state_dir);
+  const auto file = state_dir / "lock";
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd_ < 0)
+    throw std::runtime_error(
+        fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
+  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char pid[32] = "";
+    const auto n = ::pread(fd_, pid, sizeof pid - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    if (error == EWOULDBLOCK)
+      throw std::runtime_error(fmt::format(
+          "state_dir {} is in use by another controller{}: one state serves one controller "
+          "(two would undo each other's repairs)",
+          state_dir.string(),
+          n > 0 ? fmt::format(" (pid {})", std::string(pid, static_cast<std::size_t>(n)))
+                : std::string()));
+    throw std::runtime_error(
+        fmt::format("cannot lock {}: {}", file.string(), std::strerror(error)));
+  }
+  const auto pid = std::to_string(getpid());
+  if (::ftruncate(fd_, 0) != 0 ||
+      ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    // Only what the refusal of a second controller shows: not fatal.
+  }
+}
+
+Store::StateLock::~StateLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Store::Store(const std::filesystem::path& state_dir, const Clock& clock)
+    : clock_(clock), lock_(state_dir) {
   const auto file = (state_dir / "auto-resume.db").string();
-  if (sqlite3_open(file.c_str(), &db_) != SQLITE_OK) {
+  if (sqlite3_open_v2(file.c_str(), &db_,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
+                      nullptr) != SQLITE_OK) {
     const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     throw std::runtime_error("cannot open " + file + ": " + why);

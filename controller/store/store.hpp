@@ -245,7 +245,22 @@ class Store {
                                                std::int64_t since = 0);
 
  private:
+  // state_dir made ready (prepare_state_dir) and locked (flock on
+  // state_dir/lock, which holds the holder's pid) for the store's life:
+  // two controllers on one state would undo each other's repairs.
+  class StateLock {
+   public:
+    explicit StateLock(const std::filesystem::path& state_dir);
+    ~StateLock();
+    StateLock(const StateLock&) = delete;
+    StateLock& operator=(const StateLock&) = delete;
+
+   private:
+    int fd_ = -1;
+  };
+
   const Clock& clock_;
+  StateLock lock_;
   sqlite3* db_ = nullptr;
   // One connection, used by the server's workers and the resume engine.
   std::mutex mutex_;

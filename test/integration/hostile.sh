@@ -258,10 +258,11 @@ hole1_foreign_run() {
   fields=$(register_fields "$JOB_L" 0 "$run" | sed 's/"attempt": 0/"attempt": 1/')
   assert_reply "$(request_as a register "$fields")" forbidden "" \
     "hole 1: A registers A's step as attempt 1 of B's run $run"
-  assert_reply "$(request_as a verdict "{\"run_id\":\"$run\",\"attempt\":0,\"ended\":true}")" forbidden \
-    "belongs to uid $UID_B" "hole 1: A says B's run $run ended"
-  assert_reply "$(request_as a cancel "{\"run_id\":\"$run\",\"attempt\":0}")" forbidden \
-    "belongs to uid $UID_B" "hole 1: A cancels B's run $run"
+  # Answered as an unknown run: neither that it exists nor whose it is.
+  assert_reply "$(request_as a verdict "{\"run_id\":\"$run\",\"attempt\":0,\"ended\":true}")" not_found \
+    "no step is registered as run '$run' attempt 0" "hole 1: A says B's run $run ended"
+  assert_reply "$(request_as a cancel "{\"run_id\":\"$run\",\"attempt\":0}")" not_found \
+    "no step is registered as run '$run' attempt 0" "hole 1: A cancels B's run $run"
   assert_eq "$(stored "$JOB_B" "s['state']")" registered "hole 1: B's step after A's requests for its run"
 }
 

@@ -100,20 +100,42 @@ TEST_CASE("a command run as a user is killed at its timeout", "[process]") {
   CHECK(result.output == "started\n");
 }
 
-TEST_CASE("a command run as a user that leaves its process group is still killed at its timeout",
+TEST_CASE("a command run as a user runs in a session of its own, with no terminal of ours",
+          "[process][security]") {
+  if (geteuid() != 0) return;
+  ar::test::TempDir dir;
+  // Not in our session, so not in any group of it either.
+  const auto probe = script(dir,
+                            "exec /usr/bin/python3 -c 'import os; "
+                            "print(os.getsid(0) == os.getpid(), os.getsid(0) != " +
+                                std::to_string(getsid(0)) + ")'");
+  CommandOptions options;
+  options.user = RunAs{kNobody, kNobody};
+  const auto result = run_command({probe.string()}, 10s, options);
+  CHECK(result.status == 0);
+  CHECK(result.output == "True True\n");
+}
+
+TEST_CASE("a command run as a user cannot leave its process group, and is killed at its timeout",
           "[process]") {
   if (geteuid() != 0) return;
   ar::test::TempDir dir;
-  // The user's program joins another group of the session (here the
-  // test's own): killing its group alone would miss it.
-  const auto mover = script(dir, "exec /usr/bin/python3 -c 'import os, time; os.setpgid(0, " +
-                                     std::to_string(getpgrp()) +
-                                     "); print(\"moved\", flush=True); time.sleep(30)'");
+  // The user's program tries to join a group of our session (where a kill
+  // of its own group would miss it), then to start a group of its own: as
+  // the leader of a session of its own it can do neither.
+  const auto mover = script(dir,
+                            "exec /usr/bin/python3 -c 'import os, time\n"
+                            "for group in (" +
+                                std::to_string(getpgrp()) +
+                                ", 0):\n"
+                                "  try:\n    os.setpgid(0, group); print(\"moved\", flush=True)\n"
+                                "  except PermissionError:\n    print(\"stays\", flush=True)\n"
+                                "time.sleep(30)'");
   CommandOptions options;
   options.user = RunAs{kNobody, kNobody};
   const auto start = std::chrono::steady_clock::now();
   const auto result = run_command({mover.string()}, 1s, options);
   CHECK(std::chrono::steady_clock::now() - start < 10s);
-  CHECK(result.output == "moved\n");
+  CHECK(result.output == "stays\nstays\n");
   CHECK_THAT(result.error, Contains("did not finish within"));
 }

@@ -242,6 +242,13 @@ TEST_CASE("a step registration names the field it finds wrong", "[protocol]") {
        {"run_id", "", "field 'run_id' must not be empty"},
        {"run_id", 5, "field 'run_id' must be a string"},
        {"run_id", std::string(129, 'r'), "field 'run_id' is longer than 128 bytes"},
+       // What could end a log field or an AdminComment entry, or a line.
+       {"run_id", "12.0 uid=0 op=replace",
+        "field 'run_id' may hold only letters, digits and ._:@+-, got \"12.0 uid=0 op=replace\""},
+       {"run_id", "12.0; attempt 9",
+        "field 'run_id' may hold only letters, digits and ._:@+-, got \"12.0; attempt 9\""},
+       {"run_id", "12.0\u2028uid=0",
+        "field 'run_id' may hold only letters, digits and ._:@+-, got \"12.0\u2028uid=0\""},
        {"attempt", nullptr, not_u32("attempt", "null")},
        {"argv", json::array(), "field 'argv' must not be empty"},
        {"argv", json{1, 2}, "field 'argv' must be an array of strings"},
@@ -253,9 +260,11 @@ TEST_CASE("a step registration names the field it finds wrong", "[protocol]") {
        {"nodelist", json::object(), "field 'nodelist' must be a string"},
        {"min_nodes", -2, not_u32("min_nodes", "-2")},
        {"min_nodes", "2", not_u32("min_nodes", "\"2\"")}});
-  // The limits themselves are accepted.
+  // The limits themselves are accepted, and the whole alphabet.
   CHECK_NOTHROW(
       proto::RegisterRequest::from_json(with(valid_step(), "run_id", std::string(128, 'r'))));
+  CHECK_NOTHROW(
+      proto::RegisterRequest::from_json(with(valid_step(), "run_id", "12.0-ca7a2a4a_A.Z:9@x+y-0")));
   CHECK_NOTHROW(proto::RegisterRequest::from_json(with(valid_step(), "job_id", 4294967295LL)));
 }
 
@@ -268,12 +277,14 @@ TEST_CASE("the other requests name the field they find wrong", "[protocol]") {
                                         {"since", 4294967296LL, not_u32("since", "4294967296")}});
   const json step_ref{{"run_id", "r"}, {"attempt", 0}};
   check_refusals<proto::VerdictRequest>(
-      step_ref, {{"run_id", std::nullopt, missing("run_id")},
-                 {"run_id", std::string(129, 'r'), "field 'run_id' is longer than 128 bytes"},
-                 {"attempt", std::nullopt, missing("attempt")},
-                 {"attempt", "0", not_u32("attempt", "\"0\"")},
-                 {"ended", "yes", "field 'ended' must be true or false, got \"yes\""},
-                 {"ended", 1, "field 'ended' must be true or false, got 1"}});
+      step_ref,
+      {{"run_id", std::nullopt, missing("run_id")},
+       {"run_id", std::string(129, 'r'), "field 'run_id' is longer than 128 bytes"},
+       {"run_id", "r\nx", "field 'run_id' may hold only letters, digits and ._:@+-, got \"r\\nx\""},
+       {"attempt", std::nullopt, missing("attempt")},
+       {"attempt", "0", not_u32("attempt", "\"0\"")},
+       {"ended", "yes", "field 'ended' must be true or false, got \"yes\""},
+       {"ended", 1, "field 'ended' must be true or false, got 1"}});
   check_refusals<proto::CancelRequest>(
       step_ref, {{"run_id", 1, "field 'run_id' must be a string"},
                  {"attempt", -1, not_u32("attempt", "-1")},

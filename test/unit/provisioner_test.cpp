@@ -372,6 +372,25 @@ TEST_CASE("provisioner keeps its groups while a group file is bad, said once", "
   CHECK(rig.runner.calls().empty());
 }
 
+TEST_CASE("provisioner reads no group file from a folder others may write to",
+          "[provisioner][security]") {
+  Rig rig;
+  rig.write_group("a", kComputeGroup);
+  rig.add_slots("a-", 2);
+  std::filesystem::permissions(rig.config.provision.groups_dir,
+                               static_cast<std::filesystem::perms>(0777),
+                               std::filesystem::perm_options::replace);
+  rig.start();
+  for (int i = 0; i < 3; ++i) rig.tick();
+  CHECK(rig.provisioner->state().groups.empty());
+  const auto errors = rig.events("group_file_error");
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0].detail,
+             Catch::Contains("groups_dir: the folder " + rig.config.provision.groups_dir.string() +
+                             " may be written by others (mode 777)"));
+  CHECK(rig.runner.calls().empty());
+}
+
 TEST_CASE("provisioner restarted while a failed create's slot powers down drains it again",
           "[provisioner]") {
   Rig rig;

@@ -121,7 +121,8 @@ std::string expected(const std::string& op, uid_t caller, ar::StepState state) {
   if (op == "heartbeat" || op == "replace" || op == "nodes" || op == "pause" || op == "unpause" ||
       op == "resume_actions")
     return privileged ? "ok" : "forbidden";
-  if (!owns) return "forbidden";
+  // Another user's run is answered as an unknown one.
+  if (!owns) return op == "verdict" || op == "cancel" ? "not_found" : "forbidden";
   // One protected launch per job: a second one waits for the first's verdict.
   if (op == "register") return state == ar::StepState::decided ? "ok" : "bad_request";
   return "ok";  // verdict, cancel
@@ -227,9 +228,9 @@ TEST_CASE("another user's refused request changes nothing", "[service]") {
   ServiceRig rig;
   rig.put_step(ar::StepState::registered);
   const auto events = rig.store->events(std::nullopt, 0).size();
-  CHECK(outcome(rig.ask("cancel", fields_of("cancel"), kOther)) == "forbidden");
+  CHECK(outcome(rig.ask("cancel", fields_of("cancel"), kOther)) == "not_found");
   CHECK(outcome(rig.ask("verdict", {{"run_id", "r"}, {"attempt", 0}, {"ended", true}}, kOther)) ==
-        "forbidden");
+        "not_found");
   CHECK(outcome(rig.ask("replace", fields_of("replace"), kOther)) == "forbidden");
   CHECK(rig.store->find("r", 0)->state == ar::StepState::registered);
   CHECK(rig.store->events(std::nullopt, 0).size() == events);
@@ -284,8 +285,8 @@ TEST_CASE("while slurmctld cannot say who SlurmUser is a refusal is unavailable 
   CHECK(rig.store->find("r", 0)->state == ar::StepState::registered);
   CHECK(outcome(rig.ask("nodes", json::object(), kRoot)) == "ok");
   CHECK(outcome(rig.ask("verdict", fields_of("verdict"), kOwner)) == "ok");
-  rig.slurm.reachable = true;  // once slurmctld answers, the refusal is forbidden again
-  CHECK(outcome(rig.ask("cancel", fields_of("cancel"), kOther)) == "forbidden");
+  rig.slurm.reachable = true;  // once slurmctld answers, the refusal is not_found again
+  CHECK(outcome(rig.ask("cancel", fields_of("cancel"), kOther)) == "not_found");
   CHECK(outcome(rig.ask("nodes", json::object(), kSlurmUser)) == "ok");
 }
 
@@ -352,7 +353,8 @@ TEST_CASE("a run belongs to the uid that registered it first", "[service]") {
   fields["attempt"] = 1;
   const auto reply = rig.ask("register", fields, kOther);
   CHECK(outcome(reply) == "forbidden");
-  CHECK(reply["error"]["message"] == "run 'r' belongs to uid 1000");
+  CHECK(reply["error"]["message"] == "run 'r' cannot be registered for job 20 (of uid " +
+                                         std::to_string(kOther) + "): choose another run id");
 }
 
 namespace {

@@ -368,6 +368,34 @@ TEST_CASE("a state folder of another uid or a file is refused", "[store]") {
   CHECK_THROWS_WITH(ar::Store(theirs), Catch::Contains("belongs to uid 65534"));
 }
 
+TEST_CASE("a state folder that is a symlink is refused and its target left as it is",
+          "[store][security]") {
+  TempDir dir;
+  const auto target = dir.path / "target";
+  std::filesystem::create_directory(target);
+  REQUIRE(chmod(target.c_str(), 0755) == 0);
+  const auto link = dir.path / "state";
+  std::filesystem::create_directory_symlink(target, link);
+  CHECK_THROWS_WITH(ar::Store(link),
+                    Catch::Contains("state_dir " + link.string() + " is a symbolic link"));
+  CHECK((std::filesystem::status(target).permissions() & std::filesystem::perms::mask) ==
+        static_cast<std::filesystem::perms>(0755));
+  CHECK(std::filesystem::is_empty(target));
+}
+
+TEST_CASE("a state folder serves one controller at a time", "[store][security]") {
+  TempDir dir;
+  {
+    ar::Store first(dir.path);
+    CHECK_THROWS_WITH(
+        ar::Store(dir.path),
+        Catch::Contains("state_dir " + dir.path.string() +
+                        " is in use by another controller (pid " + std::to_string(getpid()) + ")"));
+  }
+  ar::Store again(dir.path);  // the first one's end let it go
+  CHECK(again.active_steps().empty());
+}
+
 TEST_CASE("an existing state folder of the controller's own is made 700", "[store]") {
   TempDir dir;
   const auto own = dir.path / "own";

@@ -18,6 +18,15 @@ TEST_CASE("printable escapes control characters and keeps other text", "[text]")
                       "2J") == "\\xc2\\x9b2J");
   CHECK(ar::printable("Grüße \xc2\xa0 ok") == "Grüße \xc2\xa0 ok");
   CHECK(ar::printable(std::string_view("a\0b", 3)) == "a\\x00b");
+  // The line and paragraph separators and the bidirectional controls: a
+  // line that seems to start anew, or text shown in another order.
+  CHECK(ar::printable("r\u2028uid=0 op=replace") == "r\\u2028uid=0 op=replace");
+  CHECK(ar::printable("a\u2029b\u202ecba\u202c") == "a\\u2029b\\u202ecba\\u202c");
+  CHECK(ar::printable("\u200e\u200f\u2066\u2069\u061c") == "\\u200e\\u200f\\u2066\\u2069\\u061c");
+  // Their neighbours stay: an en dash, a dagger, an ellipsis, Arabic.
+  CHECK(ar::printable("\u2013 \u2020 \u2026 \u061b") == "\u2013 \u2020 \u2026 \u061b");
+  // A cut sequence is left as it is.
+  CHECK(ar::printable("\xe2\x80") == "\xe2\x80");
 }
 
 TEST_CASE("shortened cuts long text with a mark and never inside a character", "[text]") {

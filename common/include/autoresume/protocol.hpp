@@ -100,6 +100,12 @@ Reply parse_reply(std::string_view body);
 // bounded by the line only.
 inline constexpr std::size_t kMaxTextBytes = kMaxMessageBytes;
 inline constexpr std::size_t kMaxRunIdBytes = 128;
+// A run id's bytes, in a request: letters, digits and these (the plugin's
+// are JOB.STEP-HEX). Nothing that could end a log field or an AdminComment
+// entry, or move a terminal's cursor.
+inline constexpr std::string_view kRunIdPunctuation = "._:@+-";
+// Whether `run_id` holds only those.
+bool valid_run_id(std::string_view run_id);
 inline constexpr std::size_t kMaxNodeNameBytes = 64;
 inline constexpr std::size_t kMaxReasonBytes = 256;
 // A registration's argv and cwd together (a relaunch needs them whole, so a

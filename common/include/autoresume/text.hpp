@@ -19,10 +19,28 @@ inline std::string join(const std::vector<std::string>& items, std::string_view 
   return out;
 }
 
-// `text` safe to write to a terminal: control characters (C0, DEL, and C1
-// as UTF-8 encodes them) become \xNN, so that text a user chose (a run id,
-// a command line, a reason) cannot move the cursor or retitle the window of
-// whoever reads it. Everything else, other UTF-8 included, stays.
+// `text` safe to write to a terminal or a log: control characters (C0,
+// DEL, and C1 as UTF-8 encodes them) become \xNN, and the line and
+// paragraph separators and the bidirectional controls (U+061C, U+200E,
+// U+200F, U+2028 to U+202E, U+2066 to U+2069) \uNNNN, so that text a user
+// chose (a run id, a command line, a reason) cannot move the cursor,
+// retitle the window, start a line or reorder what a reader sees.
+// Everything else, other UTF-8 included, stays.
+// The code point of the line separator or bidirectional control UTF-8
+// encodes at text[i] (see printable), or 0.
+inline unsigned invisible(std::string_view text, std::size_t i) {
+  const auto at = [&](std::size_t k) {
+    return k < text.size() ? static_cast<unsigned char>(text[k]) : 0U;
+  };
+  if (at(i) == 0xd8 && at(i + 1) == 0x9c) return 0x061c;
+  if (at(i) != 0xe2) return 0;
+  const unsigned code = 0x2000U | ((at(i + 1) & 0x3fU) << 6) | (at(i + 2) & 0x3fU);
+  if ((at(i + 1) & 0xc0U) != 0x80 || (at(i + 2) & 0xc0U) != 0x80) return 0;
+  const bool hidden = code == 0x200e || code == 0x200f || (code >= 0x2028 && code <= 0x202e) ||
+                      (code >= 0x2066 && code <= 0x2069);
+  return hidden ? code : 0;
+}
+
 inline std::string printable(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -42,6 +60,10 @@ inline std::string printable(std::string_view text) {
       escape(c);
       escape(next);
       ++i;
+    } else if (const auto code = invisible(text, i); code != 0) {
+      out += "\\u";
+      for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(code >> shift) & 0xf];
+      i += code == 0x061c ? 1 : 2;
     } else {
       out += static_cast<char>(c);
     }
