@@ -338,8 +338,9 @@ hole8_flood() {
   assert_reply "$reply" bad_request "more than the limit of 16384" \
     "hole 8: A registers a step whose argv is over 16 KiB"
   # The flood: FLOOD_RUNS registrations (the first 20 with a 16,000-byte
-  # argv), each cancelled at once (two events each); one run id and one
-  # reason carry terminal escape sequences (hole 10).
+  # argv), each cancelled at once (two events each); a run id with
+  # terminal escape sequences (refused: a run id holds letters, digits and
+  # ._:@+- only), and a reason with them and a line separator (hole 10).
   for ((i = 0; i < FLOOD_RUNS; i++)); do
     if ((i < 20)); then
       echo "register $(register_fields "$JOB_L" 0 "hostile-flood-$i" "" "$big")"
@@ -349,10 +350,14 @@ hole8_flood() {
     echo "cancel {\"run_id\":\"hostile-flood-$i\",\"attempt\":0}"
   done >flood.req
   printf '%s\n' "register $(register_fields "$JOB_L" 0 $'esc-\e]0;pwned\a-\e[2J')" \
-    "cancel $(python3 -c 'import json; print(json.dumps({"run_id": "esc-\x1b]0;pwned\x07-\x1b[2J", "attempt": 0, "reason": "\x1b[31mred\x1b[0m reason\x07"}))')" >>flood.req
+    "register $(register_fields "$JOB_L" 0 hostile-esc)" \
+    "cancel $(python3 -c 'import json; print(json.dumps({"run_id": "hostile-esc", "attempt": 0, "reason": "\x1b[31mred\x1b[0m reason\x07\u2028uid=0 op=replace"}))')" >>flood.req
   requests_as a <flood.req >flood.out
   assert_eq "$(wc -l <flood.out)" "$(wc -l <flood.req)" "hole 8: replies to A's flood"
-  assert_eq "$(grep -c '"ok":true' flood.out)" "$(wc -l <flood.req)" "hole 8: accepted requests of A's flood"
+  assert_eq "$(grep -c '"ok":true' flood.out)" "$(($(wc -l <flood.req) - 1))" "hole 8: accepted requests of A's flood"
+  assert_reply "$(grep -v '"ok":true' flood.out)" bad_request \
+    "field 'run_id' may hold only letters, digits and ._:@\+-, got .*esc-" \
+    "hole 10: A registers a run id with escape sequences"
   # Root's raw replies fit the line limit.
   reply=$(request_as root status '{"limit":1000}')
   assert_reply "$reply" ok '"next":[0-9]+' "hole 8: root's status of 1000 rows (paged: a cursor to more)"
@@ -420,9 +425,9 @@ hole10_escapes() {
   for file in status.txt events.txt; do
     assert_not_contains "$file" $'[\x01-\x08\x0b-\x1f\x7f]' "hole 10: root's $file (raw control characters)"
   done
-  assert_contains status.txt 'esc-\\x1b\]0;pwned\\x07-\\x1b\[2J' "hole 10: the run id in root's status"
-  assert_contains events.txt 'esc-\\x1b\]0;pwned\\x07-\\x1b\[2J cancelled: \\x1b\[31mred\\x1b\[0m reason\\x07' \
-    "hole 10: the run id and reason in root's events"
+  assert_not_contains status.txt 'pwned' "hole 10: the refused run id in root's status"
+  assert_contains events.txt 'hostile-esc cancelled: \\x1b\[31mred\\x1b\[0m reason\\x07\\u2028uid=0 op=replace' \
+    "hole 10: the reason in root's events"
 }
 
 # ---------------------------------------------------------------------------
