@@ -101,13 +101,9 @@ class World : public ar::test::Fakes {
       if (!reply.value("ok", false)) throw std::runtime_error("register refused: " + reply.dump());
     }
     for (int i = 0; i < repairs_; ++i) slurm.nodes[node_name(2 * i + 2)].down = true;
-    // As auto-resumed starts them: the looks never wait on a call.
-    engine_->outbox().start();
-    engine_->start_submits();
-    engine_->start_writes();
-    engine_->start_reads(std::chrono::seconds{5});
-    engine_->start_probes();
-    keeper_->start_calls();
+    // As auto-resumed starts them: a look waits for a read at most
+    // Engine::kReadWait, and on no other call.
+    engine_->start_calls();
     for (int t = 0; t < ticks; ++t) {
       clock.advance(std::chrono::seconds{1});
       const auto t0 = steady_clock::now();

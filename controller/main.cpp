@@ -31,6 +31,24 @@
 
 namespace {
 
+// Why `listen` cannot be bound now (empty when it can): a changed listen
+// or metrics_listen is tried before the restart, so that a port taken is
+// a refused reload, not a controller that fails to start.
+std::string cannot_bind(const ar::Endpoint& listen) {
+  namespace asio = ar::net::asio;
+  asio::io_context io;
+  try {
+    ar::net::tcp::acceptor acceptor(io);
+    const auto endpoint = ar::net::resolve_listen(io, listen);
+    acceptor.open(endpoint.protocol());
+    acceptor.set_option(ar::net::tcp::acceptor::reuse_address(true));
+    acceptor.bind(endpoint);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
 // Whether a SIGHUP's reload needs a restart: the file read again, a bad one
 // refused (logged; the running configuration stays), an unchanged one
 // nothing to do.
@@ -46,6 +64,18 @@ bool reload_wanted(const std::string& file, const ar::DaemonConfig& running) {
     ar::log::info("SIGHUP: {} is unchanged: nothing to reload", file);
     return false;
   }
+  const auto taken = [](const char* key, const ar::Endpoint& endpoint) {
+    const auto why = cannot_bind(endpoint);
+    if (!why.empty())
+      ar::log::error("SIGHUP: reload refused, the running configuration stays: {}={}: {}", key,
+                     endpoint.str(), why);
+    return !why.empty();
+  };
+  if (fresh.listen != running.listen && taken("listen", fresh.listen)) return false;
+  if (fresh.metrics_listen &&
+      (!running.metrics_listen || *fresh.metrics_listen != *running.metrics_listen) &&
+      taken("metrics_listen", *fresh.metrics_listen))
+    return false;
   for (const auto& warning : ar::config_warnings(fresh)) ar::log::warn("{}: {}", file, warning);
   ar::log::info("SIGHUP: {} changed: restarting in place on the same state", file);
   return true;

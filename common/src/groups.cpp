@@ -178,33 +178,51 @@ GroupSpec parse_group(std::string_view name, std::string_view text, std::string_
   return group;
 }
 
-std::vector<GroupSpec> load_groups(const std::filesystem::path& dir) {
+LoadedGroups load_each_group(const std::filesystem::path& dir) {
   std::error_code error;
   std::filesystem::directory_iterator it(dir, error);
   if (error) throw ConfigError("cannot read groups_dir '" + dir.string() + "': " + error.message());
-  std::vector<GroupSpec> groups;
+  LoadedGroups out;
   for (const auto& entry : it) {
     const auto& path = entry.path();
     if (path.extension() != ".conf" || !entry.is_regular_file()) continue;
-    groups.push_back(parse_group(path.stem().string(), read_config_file(path), path.string()));
+    const auto name = path.stem().string();
+    try {
+      out.specs.push_back(parse_group(name, read_config_file(path), path.string()));
+    } catch (const ConfigError& e) {
+      out.errors[name] = e.what();
+    }
   }
-  std::ranges::sort(groups, {}, &GroupSpec::name);
+  std::ranges::sort(out.specs, {}, &GroupSpec::name);
+  // A clash holds both groups: either file may be the one just changed.
+  const auto clash = [&](const std::string& a, const std::string& b, const std::string& why) {
+    out.errors.emplace(a, why);
+    out.errors.emplace(b, why);
+  };
   std::map<std::string, std::string> owner;  // node or group name -> group
-  for (const auto& group : groups) owner.emplace(group.name, group.name);
-  for (const auto& group : groups) {
+  for (const auto& group : out.specs) owner.emplace(group.name, group.name);
+  for (const auto& group : out.specs) {
     for (const auto& partition : group.partitions)
       if (owner.contains(partition) && owner.at(partition) == partition)
-        throw ConfigError("partition '" + partition + "' of group '" + group.name +
-                          "' is named like a group (NodeSet names and partitions share names)");
+        clash(group.name, partition,
+              "partition '" + partition + "' of group '" + group.name +
+                  "' is named like a group (NodeSet names and partitions share names)");
     for (unsigned i = 1; i <= group.max_count; ++i) {
       const auto [at, added] = owner.emplace(group.node(i), group.name);
       if (!added)
-        throw ConfigError("node '" + at->first + "' of group '" + group.name +
-                          "' is already a name of group '" + at->second +
-                          "' (change a node_prefix)");
+        clash(group.name, at->second,
+              "node '" + at->first + "' of group '" + group.name +
+                  "' is already a name of group '" + at->second + "' (change a node_prefix)");
     }
   }
-  return groups;
+  std::erase_if(out.specs, [&](const GroupSpec& spec) { return out.errors.contains(spec.name); });
+  return out;
+}
+
+std::vector<GroupSpec> load_groups(const std::filesystem::path& dir) {
+  auto loaded = load_each_group(dir);
+  if (!loaded.errors.empty()) throw ConfigError(loaded.errors.begin()->second);
+  return std::move(loaded.specs);
 }
 
 std::string set_group_keys(std::string_view text,

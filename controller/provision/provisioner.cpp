@@ -283,12 +283,12 @@ std::function<void()> Provisioner::on_work(const std::string& name,
 }
 
 std::string Provisioner::reload_groups(bool act) {
-  std::vector<GroupSpec> specs;
+  LoadedGroups loaded;
   try {
-    specs = load_own_groups();
+    loaded = load_own_groups();
     last_groups_error_.clear();
   } catch (const ConfigError& e) {
-    // The groups stay as they were until the files are right again.
+    // The groups stay as they were until the folder is right again.
     if (last_groups_error_ != e.what()) {
       last_groups_error_ = e.what();
       log::warn("group files: {}", e.what());
@@ -296,6 +296,21 @@ std::string Provisioner::reload_groups(bool act) {
     }
     return e.what();
   }
+  // A group whose file is in error (or clashes with another's) keeps its
+  // last good state until the file is right; the others go on. Said once
+  // a group, as the group's event.
+  std::vector<std::string> errors;
+  for (const auto& [name, why] : loaded.errors) {
+    errors.push_back(name + ": " + why);
+    if (auto& said = group_errors_[name]; said != why) {
+      said = why;
+      log::warn("group {}: {}", name, why);
+      events_.push_back({"group_file_error", "error", "group", name, "", why});
+    }
+  }
+  std::erase_if(group_errors_,
+                [&](const auto& entry) { return !loaded.errors.contains(entry.first); });
+  const auto& specs = loaded.specs;
   // Merge mode: the groups whose slots slurmctld has as their files ask.
   const auto declared = merge() ? keep_include(specs, act) : std::set<std::string>();
   for (const auto& spec : specs) {
@@ -351,7 +366,7 @@ std::string Provisioner::reload_groups(bool act) {
     group.spec.node_prefix = keep.node_prefix;
     group.spec.type = keep.type;
   }
-  return {};
+  return join(errors, "; ");
 }
 
 void Provisioner::adopt_slots(provision::Group& group, unsigned max_count, bool act) {
@@ -629,8 +644,10 @@ Provisioner::IncludePlan Provisioner::plan_include() {
     return plan;
   }
   try {
-    const auto specs = load_own_groups();
-    const auto groups = include_groups(specs, true);
+    const auto loaded = load_own_groups();
+    if (!loaded.errors.empty())
+      throw ConfigError(loaded.errors.begin()->first + ": " + loaded.errors.begin()->second);
+    const auto groups = include_groups(loaded.specs, true);
     const auto admin = read_admin_conf();
     const auto expand = [](const std::string& list) { return slurm::expand_hostlist(list); };
     if (auto error = include::check(groups, admin, expand); !error.empty())
@@ -645,7 +662,7 @@ Provisioner::IncludePlan Provisioner::plan_include() {
   return plan;
 }
 
-std::vector<GroupSpec> Provisioner::load_own_groups() const {
+LoadedGroups Provisioner::load_own_groups() const {
   // Group files say which nodes the controller (root) creates, and it
   // writes their .next and .prev beside them: only from a folder of its own.
   std::error_code missing;
@@ -656,7 +673,7 @@ std::vector<GroupSpec> Provisioner::load_own_groups() const {
       throw ConfigError(e.what());
     }
   }
-  return load_groups(settings_.groups_dir);
+  return load_each_group(settings_.groups_dir);
 }
 
 provision::Group& Provisioner::known_group(const std::string& name) {
@@ -706,11 +723,28 @@ std::string Provisioner::set_group(const std::string& name, std::optional<unsign
   std::string message = fmt::format("group {}: {} written to {}", name, what, path.string());
   if (held()) {
     message += "; the controller holds back now (auto-resume status): the change waits";
-  } else if (const auto error = reload_groups(); !error.empty()) {
-    message += "; the group files are in error, nothing changes until they are right: " + error;
-  } else if (const auto* group = provision::find_group(cluster_, name); group != nullptr) {
-    message += fmt::format("; operation {} (count {}, min_count {})", group->operation.id,
-                           group->operation.count, group->operation.min_count);
+  } else {
+    const auto errors = reload_groups();
+    if (const auto own = group_errors_.find(name); own != group_errors_.end()) {
+      // Its change cannot be applied (a clash with another group): the file
+      // goes back to what it was, and the request fails.
+      const auto why = own->second;
+      try {
+        write_text(path, text);
+      } catch (const std::exception& e) {
+        log::warn("group {}: cannot put {} back: {}", name, path.string(), e.what());
+      }
+      reload_groups();
+      save();
+      throw std::invalid_argument(fmt::format("group {}: {} not applied ({} left as it was): {}",
+                                              name, what, path.string(), why));
+    }
+    if (const auto* group = provision::find_group(cluster_, name); group != nullptr)
+      message += fmt::format("; operation {} (count {}, min_count {})", group->operation.id,
+                             group->operation.count, group->operation.min_count);
+    if (!errors.empty())
+      message +=
+          "; other group files are in error (those groups keep their last good state): " + errors;
   }
   dirty_ = true;
   save();
@@ -722,9 +756,10 @@ std::string Provisioner::apply_groups(uid_t uid) {
   if (held()) throw std::invalid_argument("the controller holds back now (auto-resume status)");
   std::map<std::string, std::uint64_t> before;
   for (const auto& group : cluster_.groups) before[group.spec.name] = group.operation.id;
-  if (const auto error = reload_groups(); !error.empty()) {
+  const auto errors = reload_groups();
+  if (!last_groups_error_.empty()) {
     save();
-    throw std::invalid_argument("the group files are in error (nothing changed): " + error);
+    throw std::invalid_argument("the group files cannot be read (nothing changed): " + errors);
   }
   std::vector<std::string> started;
   for (const auto& group : cluster_.groups)
@@ -737,6 +772,10 @@ std::string Provisioner::apply_groups(uid_t uid) {
   events_.push_back({"group_apply", "info", "cluster", "", "",
                      fmt::format("group files read at the request of uid {}: {}", uid, message)});
   save();
+  // The groups that read well are applied; those in error fail the request.
+  if (!errors.empty())
+    throw std::invalid_argument(fmt::format(
+        "{}; group files in error (those groups keep their last good state): {}", message, errors));
   return message;
 }
 

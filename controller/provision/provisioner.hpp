@@ -196,14 +196,16 @@ class Provisioner {
   // The slurmctld restart in flight: true once it is over (said).
   bool restart_done();
   // Reads groups_dir; a new group's slots are drained at once if `act`.
-  // Returns the error of the files, empty if they read well.
+  // A group whose file is in error keeps its last good state. Returns the
+  // groups' errors ("NAME: why; ..."), or the folder's; empty if all read
+  // well.
   std::string reload_groups(bool act = true);
   // Whether the guard rails hold the controller back now (gate.hpp).
   bool held() const { return gate_ != nullptr && gate_->held(); }
   provision::Group& known_group(const std::string& name);
   // The group files of groups_dir (load_groups), once the folder is found
   // to be the controller's own (files.hpp); ConfigError otherwise.
-  std::vector<GroupSpec> load_own_groups() const;
+  LoadedGroups load_own_groups() const;
   void say_held();
   // Orphans (the provider's `list`): listed instances the controller does
   // not know are terminated once listed for orphan_timeout.
@@ -262,11 +264,12 @@ class Provisioner {
   // Since when the plan waits for nodes read after an operation began (tick).
   std::optional<Clock::Steady::time_point> plan_after_;
   void plan_after_now() { plan_after_ = clock_.now(); }
-  std::map<std::string, InstanceRecord> open_;   // token -> an instance not ended
-  std::vector<ClusterEvent> events_;             // to save
-  std::vector<InstanceRecord> changed_records_;  // to save
-  std::string last_groups_error_;                // said once
-  std::map<std::string, std::string> said_;      // say_once's
+  std::map<std::string, InstanceRecord> open_;       // token -> an instance not ended
+  std::vector<ClusterEvent> events_;                 // to save
+  std::vector<InstanceRecord> changed_records_;      // to save
+  std::string last_groups_error_;                    // said once: groups_dir's own error
+  std::map<std::string, std::string> group_errors_;  // group -> its file's error, said once
+  std::map<std::string, std::string> said_;          // say_once's
   // The provider's `list` in flight, when to call it next, and each unknown
   // instance (TOKEN INSTANCE_ID) with when it was first listed, and its
   // terminate in flight.

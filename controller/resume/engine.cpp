@@ -34,14 +34,18 @@ Engine::Engine(Store& store, const DaemonConfig& config, NodeKeeper& keeper, slu
 Engine::~Engine() { stop(); }
 
 void Engine::start() {
+  start_calls();
+  thread_ = std::thread([this] { run(); });
+}
+
+void Engine::start_calls(std::chrono::milliseconds read_wait) {
   outbox_.start();
-  submits_.start();
+  start_submits();
   start_writes();
-  probes_.start();
-  reads_.start();
+  start_probes();
+  start_reads(read_wait);
   keeper_.start_calls();
   if (provisioner_ != nullptr) provisioner_->start_calls();
-  thread_ = std::thread([this] { run(); });
 }
 
 void Engine::stop() {

@@ -61,6 +61,10 @@ class Engine {
 
   void start();
   void stop();
+  // Every outside call on threads of its own, as start() has them, without
+  // the looking thread (tests and bench/engine_load.cpp call tick()
+  // themselves); a look waits `read_wait` at most for a read under way.
+  void start_calls(std::chrono::milliseconds read_wait = kReadWait);
   // Look again now (a step ended, or was cancelled).
   void wake();
 

@@ -490,8 +490,22 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
   auto& repair = step.repair;
   const auto failed = repair.failed;
   auto chosen = repair.replacements;
+  // One a failed node of the step, and one a chosen replacement that failed
+  // itself. A failed node outside the step (a node of the job the step had
+  // gone on without, say after slurmctld came back from an older state)
+  // needs none, nor does one whose new instance is itself chosen.
+  const auto hosts = step_hosts(step);
+  const auto needed =
+      static_cast<std::size_t>(std::ranges::count_if(failed, [&](const FailedNode& f) {
+        if (hosts.empty() || contains(hosts, f.node)) return true;
+        if (!contains(chosen, f.node)) return false;
+        const auto it = nodes.find(f.node);
+        const bool new_instance = it != nodes.end() && it->second->slurmd_start_time != 0 &&
+                                  it->second->slurmd_start_time != f.instance;
+        return !new_instance;
+      }));
   std::optional<Candidates> candidates;
-  if (chosen.size() < failed.size()) {
+  if (chosen.size() < needed) {
     // Read on a thread of its own: this repair waits, the others go on.
     const auto key = call_key(step, "places");
     if (!places_.has(key))
@@ -500,7 +514,7 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
     if (!outcome) return false;
     candidates = candidates_for(job, outcome->get());
   }
-  while (chosen.size() < failed.size()) {
+  while (chosen.size() < needed) {
     const auto* pick = pick_replacement(step, job, nodes, *candidates, chosen);
     if (pick == nullptr) break;
     chosen.push_back(pick->name);
@@ -510,7 +524,7 @@ bool Engine::replace(StoredStep& step, const slurm::JobInfo& job, const NodeMap&
          fmt::format("{} (instance {}) joins job {}", pick->name, pick->slurmd_start_time,
                      job.job_id));
   }
-  if (chosen.size() >= failed.size()) {
+  if (chosen.size() >= needed) {
     move_to(step, StepState::repairing, RepairPhase::replaced);
     save(step, EventKind::replaced_all,
          fmt::format("replacements for job {}: {}", job.job_id, join(chosen, ", ")));

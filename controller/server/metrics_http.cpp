@@ -1,5 +1,6 @@
 #include "server/metrics_http.hpp"
 
+#include <algorithm>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <exception>
@@ -42,20 +43,47 @@ asio::awaitable<void> MetricsServer::accept_loop() {
       co_await pause.async_wait(net::use_awaitable);
       continue;
     }
-    if (*open_ >= kMaxConnections) continue;  // closed as it goes out of scope
-    asio::co_spawn(acceptor_.get_executor(), serve(std::move(socket)), asio::detached);
+    boost::system::error_code ignored;
+    const auto remote = socket.remote_endpoint(ignored);
+    const auto peer = ignored ? std::string() : remote.address().to_string();
+    if (!admit(peer)) continue;  // closed as it goes out of scope
+    auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+    const auto id = open_->next++;
+    open_->connections.emplace(id, Connection{peer, stream, false});
+    asio::co_spawn(acceptor_.get_executor(), serve(std::move(stream), id), asio::detached);
   }
+}
+
+bool MetricsServer::admit(const std::string& peer) {
+  auto& open = open_->connections;
+  const auto from_peer = static_cast<std::size_t>(
+      std::ranges::count_if(open, [&](const auto& entry) { return entry.second.peer == peer; }));
+  if (from_peer >= kMaxPerPeer) return false;
+  if (open.size() < kMaxConnections) return true;
+  // All taken: an address with none open takes the place of the oldest
+  // connection still waiting for its request.
+  if (from_peer > 0) return false;
+  const auto waiting =
+      std::ranges::find_if(open, [](const auto& entry) { return !entry.second.asked; });
+  if (waiting == open.end()) return false;
+  if (const auto stream = waiting->second.stream.lock()) {
+    boost::system::error_code ignored;
+    stream->socket().close(ignored);  // its read ends: its coroutine ends
+  }
+  open.erase(waiting);
+  return true;
 }
 
 asio::awaitable<std::string> MetricsServer::render_on_worker() { co_return render_(); }
 
-asio::awaitable<void> MetricsServer::serve(tcp::socket socket) {
-  ++*open_;
+asio::awaitable<void> MetricsServer::serve(std::shared_ptr<beast::tcp_stream> held,
+                                           std::uint64_t id) {
   struct Release {
-    std::shared_ptr<std::size_t> open;
-    ~Release() { --*open; }
-  } release{open_};
-  beast::tcp_stream stream(std::move(socket));
+    std::shared_ptr<Open> open;
+    std::uint64_t id;
+    ~Release() { open->connections.erase(id); }
+  } release{open_, id};
+  auto& stream = *held;
   stream.expires_after(kRequestTimeout);  // a scrape's request is a few lines
   beast::flat_buffer buffer(16 * 1024);
   http::request_parser<http::empty_body> parser;
@@ -64,8 +92,12 @@ asio::awaitable<void> MetricsServer::serve(tcp::socket socket) {
   co_await http::async_read(stream, buffer, parser,
                             asio::redirect_error(net::use_awaitable, error));
   if (error == http::error::end_of_stream || error == beast::error::timeout ||
-      error == asio::error::operation_aborted || error == asio::error::connection_reset)
+      error == asio::error::operation_aborted || error == asio::error::connection_reset ||
+      error == asio::error::bad_descriptor || !stream.socket().is_open())
     co_return;
+  // Asked: no longer a place a new peer may take.
+  if (const auto it = release.open->connections.find(id); it != release.open->connections.end())
+    it->second.asked = true;
   stream.expires_after(kTimeout);
   http::response<http::string_body> response;
   response.set(http::field::server, "auto-resumed");

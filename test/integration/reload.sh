@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SIGHUP reloads auto-resumed's configuration while a protected step runs:
-# a bad file is refused (the controller keeps running on its old settings),
+# a bad file, or a new listen port someone else holds, is refused (the
+# controller keeps running on its old settings),
 # an unchanged one changes nothing, and a changed one restarts the
 # controller in place (the same pid, as `systemctl reload` expects) on the
 # same state: the step registered before the reload is still protected,
@@ -27,6 +28,19 @@ kill -HUP "$CONTROLLER_PID"
 wait_until 10 "the bad file's refusal in the log" grep -q "SIGHUP: reload refused, the running configuration stays: .*invalid value 'lots' for max_attempts" "$log"
 controller_answers || fail "the controller does not answer after a refused reload"
 assert_eq "$(starts)" 1 "controller starts after a refused reload"
+
+# 1b. A new listen port someone holds: refused before the restart (which
+# would fail to bind it and leave no controller), named in the log.
+coproc HOLDER { exec python3 -c 'import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(600)'; }
+read -r held <&"${HOLDER[0]}"
+on_exit "kill $HOLDER_PID 2>/dev/null"
+sed "s/^listen=.*/listen=127.0.0.1:$held/" conf.good >"$conf"
+kill -HUP "$CONTROLLER_PID"
+wait_until 10 "the taken port's refusal in the log" grep -q \
+  "SIGHUP: reload refused, the running configuration stays: listen=127.0.0.1:$held: " "$log"
+controller_answers || fail "the controller does not answer after a reload refused for its port"
+assert_eq "$(starts)" 1 "controller starts after a reload refused for its port"
 
 # 2. The same settings again: nothing to do.
 cp conf.good "$conf"

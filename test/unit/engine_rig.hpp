@@ -69,12 +69,7 @@ struct EngineRig : ar::test::Fakes {
   // calls the fake Slurm gets on this thread (the looks') are counted
   // (slurm.look_thread_calls: there must be none).
   void start_calls() {
-    engine->outbox().start();
-    engine->start_submits();
-    engine->start_writes();
-    engine->start_reads(std::chrono::seconds{5});
-    engine->start_probes();
-    keeper->start_calls();
+    engine->start_calls(std::chrono::seconds{5});
     slurm.look_thread = std::this_thread::get_id();
   }
   // The calls started settled, the outbox's posts done.

@@ -535,6 +535,34 @@ TEST_CASE("an old step whose first node died is not waited for past the grace", 
   CHECK(rig.step().verdict == Verdict::relaunch);
 }
 
+TEST_CASE(
+    "a node of the job the step had gone on without fails: one replacement for the step's own "
+    "failed node, none for it",
+    "[engine][slurm_restart]") {
+  Rig rig;
+  // slurmctld came back from an older state: job 10 holds node1-3, its
+  // step runs on node[1-2,4], and node4 is gone.
+  rig.slurm.add_job(10, 1000, {"node1", "node2", "node3"});
+  rig.register_attempt(0, 0, "node[1-2,4]");
+  rig.slurm.nodes["node4"].down = true;
+  // The relaunch waits for the old step's record: node3 fails meanwhile.
+  rig.slurm.lingering_steps.insert({10, 0});
+  rig.slurm.step_daemons.insert({10, 0});
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::expanded);
+  CHECK_THAT(rig.detail("expanded"), Catch::Contains("goes on without a new node"));
+  // node3, the node the step was to go on with, fails too.
+  rig.slurm.nodes["node3"].down = true;
+  rig.slurm.lingering_steps.clear();
+  rig.slurm.step_daemons.clear();
+  rig.clock.advance(1s);
+  REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
+  const auto step = rig.step();
+  CHECK(step.verdict == Verdict::relaunch);
+  CHECK(step.repair.replacements.size() == 1);
+  CHECK(step.repair.relaunch.value().num_nodes == 3);
+}
+
 TEST_CASE("a fault in the relaunched attempt starts a new repair", "[engine]") {
   Rig rig;
   rig.protect(1, 1);

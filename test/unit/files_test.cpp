@@ -50,7 +50,7 @@ struct Folder {
 
 }  // namespace
 
-TEST_CASE("a replaced file keeps its mode and owner; a new one is 0644", "[files]") {
+TEST_CASE("a replaced file keeps its mode and owner, and a new one is 0644", "[files]") {
   Folder f;
   const auto path = f.dir / "g.conf";
   CHECK(ar::files::replace_file(path, "count=1\n").empty());

@@ -481,6 +481,41 @@ TEST_CASE("provisioner's group set writes the group's file and starts the operat
   CHECK(rig.events("group_set").size() == 1);
 }
 
+TEST_CASE("provisioner holds only the group whose file is in error, and group set fails for it",
+          "[provisioner]") {
+  Rig rig;
+  bring_up(rig);
+  // Another group's file with an error: said as that group's, once.
+  rig.write_group("b", "type=compute\ncount=x\nmax_count=2\npartitions=main\n");
+  for (int i = 0; i < 3; ++i) rig.tick();
+  auto errors = rig.events("group_file_error");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].group == "b");
+  CHECK_THAT(errors[0].detail, Catch::Contains("b.conf:2:") && Catch::Contains("'x'"));
+  // Group a still changes, and its group set says what holds b.
+  const auto message = rig.provisioner->set_group("a", 2, std::nullopt, 0);
+  CHECK_THAT(message, Catch::Contains("; operation 2 (count 2, min_count 0)"));
+  CHECK_THAT(message, Catch::Contains("other group files are in error (those groups keep their "
+                                      "last good state): b: "));
+  CHECK(rig.provisioner->state().groups.at(0).operation.count == 2);
+  // A clash holds both groups; a group set of one of them fails, its file
+  // left as it was.
+  rig.write_group("b", "type=compute\ncount=0\nmax_count=2\npartitions=main\nnode_prefix=a-\n");
+  rig.tick();
+  const auto file = rig.config.provision.groups_dir / "a.conf";
+  const auto before = read_file(file);
+  CHECK_THROWS_WITH(rig.provisioner->set_group("a", 1, std::nullopt, 0),
+                    Catch::Contains("group a: count=1 not applied (" + file.string() +
+                                    " left as it was): node 'a-1' of group 'b' is already a name "
+                                    "of group 'a'"));
+  CHECK(read_file(file) == before);
+  CHECK(rig.provisioner->state().groups.at(0).operation.count == 2);
+  CHECK_THROWS_WITH(rig.provisioner->apply_groups(0),
+                    Catch::Contains("group files in error (those groups keep their last good "
+                                    "state): a: ") &&
+                        Catch::Contains("; b: "));
+}
+
 TEST_CASE("provisioner keeps a group's default max_count when its count changes", "[provisioner]") {
   Rig rig;
   rig.write_group("a", "type=compute\ncount=1\npartitions=main\n");  // max_count 4 by default

@@ -54,9 +54,21 @@ struct GroupSpec {
 // two keys (min_count above count, count above max_count).
 GroupSpec parse_group(std::string_view name, std::string_view text, std::string_view origin);
 
-// Every NAME.conf in `dir` (other files are ignored), sorted by name. Also
-// refuses two groups that would give the same node name, and a partition
-// named like a group (both become Slurm names in one namespace: NodeSet).
+// The group files of a folder, each on its own: the groups that read well,
+// and for each group that did not, why (its file's error, or a clash with
+// another group, which holds both).
+struct LoadedGroups {
+  std::vector<GroupSpec> specs;               // sorted by name
+  std::map<std::string, std::string> errors;  // group name -> why
+};
+
+// Every NAME.conf in `dir` (other files are ignored). Refuses two groups
+// that would give the same node name, and a partition named like a group
+// (both become Slurm names in one namespace: NodeSet): both groups of a
+// clash are in `errors`. ConfigError when the folder cannot be read.
+LoadedGroups load_each_group(const std::filesystem::path& dir);
+
+// load_each_group's groups, or ConfigError with the first group's error.
 std::vector<GroupSpec> load_groups(const std::filesystem::path& dir);
 
 // `text` (a group file) with `values` set: each key's line rewritten in
