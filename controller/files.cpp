@@ -10,32 +10,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "autoresume/connect.hpp"
+
 namespace ar::files {
 
 namespace {
 
 std::string why() { return std::strerror(errno); }
 
-// A descriptor closed on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  // Closes it now; false (errno set) when the close failed.
-  bool close() {
-    const int fd = fd_;
-    fd_ = -1;
-    return ::close(fd) == 0;
-  }
-
- private:
-  int fd_;
-};
+using net::Fd;
 
 void check_stat(const struct stat& st, const std::filesystem::path& folder, std::string_view what) {
   if (!S_ISDIR(st.st_mode))
@@ -109,7 +92,8 @@ std::string replace_file(const std::filesystem::path& path, const std::string& t
           fmt::format("{}: cannot give it back to uid {}: {}", path.string(), was.st_uid, why());
     if (::fsync(out.get()) != 0)
       throw std::runtime_error(fmt::format("cannot sync {}: {}", shown, why()));
-    if (!out.close()) throw std::runtime_error(fmt::format("cannot close {}: {}", shown, why()));
+    if (::close(out.release()) != 0)
+      throw std::runtime_error(fmt::format("cannot close {}: {}", shown, why()));
     if (::renameat(dir.get(), temporary.c_str(), dir.get(), name.c_str()) != 0)
       throw std::runtime_error(
           fmt::format("cannot rename {} to {}: {}", shown, path.string(), why()));

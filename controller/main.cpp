@@ -38,11 +38,9 @@ std::string cannot_bind(const ar::Endpoint& listen) {
   namespace asio = ar::net::asio;
   asio::io_context io;
   try {
-    ar::net::tcp::acceptor acceptor(io);
-    const auto endpoint = ar::net::resolve_listen(io, listen);
-    acceptor.open(endpoint.protocol());
-    acceptor.set_option(ar::net::tcp::acceptor::reuse_address(true));
-    acceptor.bind(endpoint);
+    // As the server binds it (server.cpp).
+    ar::net::tcp::acceptor acceptor(io, ar::net::resolve_listen(io, listen),
+                                    /*reuse_address=*/true);
   } catch (const std::exception& e) {
     return e.what();
   }

@@ -219,12 +219,6 @@ LoadedGroups load_each_group(const std::filesystem::path& dir) {
   return out;
 }
 
-std::vector<GroupSpec> load_groups(const std::filesystem::path& dir) {
-  auto loaded = load_each_group(dir);
-  if (!loaded.errors.empty()) throw ConfigError(loaded.errors.begin()->second);
-  return std::move(loaded.specs);
-}
-
 std::string set_group_keys(std::string_view text,
                            const std::map<std::string, std::string>& values) {
   std::string out;

@@ -203,7 +203,7 @@ class Provisioner {
   // Whether the guard rails hold the controller back now (gate.hpp).
   bool held() const { return gate_ != nullptr && gate_->held(); }
   provision::Group& known_group(const std::string& name);
-  // The group files of groups_dir (load_groups), once the folder is found
+  // The group files of groups_dir (load_each_group), once the folder is found
   // to be the controller's own (files.hpp); ConfigError otherwise.
   LoadedGroups load_own_groups() const;
   void say_held();

@@ -153,23 +153,19 @@ StoredStep read_step(const Statement& s, Store::ParsedRows* cache = nullptr) {
   const auto row = s.integer(15);
   auto argv_text = s.text(5);
   auto repair_text = s.text(14);
-  if (cache != nullptr) {
+  const Store::ParsedRow* known = nullptr;
+  if (cache != nullptr)
     if (const auto it = cache->find(row); it != cache->end() && it->second.argv_text == argv_text &&
-                                          it->second.repair_text == repair_text) {
-      out.step.argv = it->second.argv;
-      out.repair = it->second.repair;
-    } else {
-      auto& entry = (*cache)[row];
-      entry.argv = proto::json::parse(argv_text).get<std::vector<std::string>>();
-      entry.repair = repair_facts_from_json(proto::json::parse(repair_text));
-      entry.argv_text = std::move(argv_text);
-      entry.repair_text = std::move(repair_text);
-      out.step.argv = entry.argv;
-      out.repair = entry.repair;
-    }
+                                          it->second.repair_text == repair_text)
+      known = &it->second;
+  if (known != nullptr) {
+    out.step.argv = known->argv;
+    out.repair = known->repair;
   } else {
     out.step.argv = proto::json::parse(argv_text).get<std::vector<std::string>>();
     out.repair = repair_facts_from_json(proto::json::parse(repair_text));
+    if (cache != nullptr)
+      (*cache)[row] = {std::move(argv_text), out.step.argv, std::move(repair_text), out.repair};
   }
   out.step.cwd = s.text(6);
   out.step.nodelist = s.text(7);
@@ -202,16 +198,15 @@ StoredStep read_step(const Statement& s, Store::ParsedRows* cache = nullptr) {
 Store::StateLock::StateLock(const std::filesystem::path& state_dir) {
   prepare_state_dir(state_dir);
   const auto file = state_dir / "lock";
-  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd_ < 0)
+  fd_.reset(::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd_.valid())
     throw std::runtime_error(
         fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
-  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+  if (flock(fd_.get(), LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     char pid[32] = "";
-    const auto n = ::pread(fd_, pid, sizeof pid - 1, 0);
-    ::close(fd_);
-    fd_ = -1;
+    const auto n = ::pread(fd_.get(), pid, sizeof pid - 1, 0);
+    fd_.reset(-1);
     if (error == EWOULDBLOCK)
       throw std::runtime_error(fmt::format(
           "state_dir {} is in use by another controller{}: one state serves one controller "
@@ -223,14 +218,10 @@ Store::StateLock::StateLock(const std::filesystem::path& state_dir) {
         fmt::format("cannot lock {}: {}", file.string(), std::strerror(error)));
   }
   const auto pid = std::to_string(getpid());
-  if (::ftruncate(fd_, 0) != 0 ||
-      ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+  if (::ftruncate(fd_.get(), 0) != 0 ||
+      ::pwrite(fd_.get(), pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
     // Only what the refusal of a second controller shows: not fatal.
   }
-}
-
-Store::StateLock::~StateLock() {
-  if (fd_ >= 0) ::close(fd_);
 }
 
 Store::Store(const std::filesystem::path& state_dir, const Clock& clock)

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "autoresume/clock.hpp"
+#include "autoresume/connect.hpp"
 #include "autoresume/instances.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/states.hpp"
@@ -251,12 +252,9 @@ class Store {
   class StateLock {
    public:
     explicit StateLock(const std::filesystem::path& state_dir);
-    ~StateLock();
-    StateLock(const StateLock&) = delete;
-    StateLock& operator=(const StateLock&) = delete;
 
    private:
-    int fd_ = -1;
+    net::Fd fd_;  // closed, so unlocked, with the store
   };
 
   const Clock& clock_;

@@ -93,34 +93,52 @@ TEST_CASE("group files are checked across keys", "[groups]") {
                     Contains("a b.conf:") && Contains("'a b'"));
 }
 
-TEST_CASE("load_groups reads every NAME.conf in name order and refuses clashing names",
+TEST_CASE("load_each_group reads every NAME.conf in name order and holds clashing groups",
           "[groups]") {
   const ar::test::TempDir dir;
   write(dir, "zeta.conf", "count=1\npartitions=p\n");
   write(dir, "alpha.conf", "count=2\npartitions=p\n");
   write(dir, "README", "not a group\n");
   write(dir, "alpha.conf.orig", "count=x\n");
-  const auto groups = ar::load_groups(dir.path);
-  REQUIRE(groups.size() == 2);
-  CHECK(groups[0].name == "alpha");
-  CHECK(groups[1].name == "zeta");
+  const auto loaded = ar::load_each_group(dir.path);
+  CHECK(loaded.errors.empty());
+  REQUIRE(loaded.specs.size() == 2);
+  CHECK(loaded.specs[0].name == "alpha");
+  CHECK(loaded.specs[1].name == "zeta");
+  // The groups that read well, by name.
+  const auto names = [&](const ar::LoadedGroups& l) {
+    std::vector<std::string> out;
+    for (const auto& spec : l.specs) out.push_back(spec.name);
+    return out;
+  };
 
   SECTION("two groups that would name the same node") {
     write(dir, "n.conf", "count=5\nmax_count=11\nnode_prefix=n\npartitions=p\n");
     write(dir, "m.conf", "count=1\nnode_prefix=n1\npartitions=p\n");
-    CHECK_THROWS_WITH(ar::load_groups(dir.path),
-                      Contains("node 'n11'") && Contains("'m'") && Contains("node_prefix"));
+    const auto clash = ar::load_each_group(dir.path);
+    CHECK(names(clash) == std::vector<std::string>{"alpha", "zeta"});
+    REQUIRE(clash.errors.size() == 2);
+    for (const auto& [name, why] : clash.errors) {
+      INFO(name);
+      CHECK_THAT(why, Contains("node 'n11'") && Contains("'m'") && Contains("node_prefix"));
+    }
   }
   SECTION("a partition named like a group") {
     write(dir, "beta.conf", "count=1\npartitions=alpha\n");
-    CHECK_THROWS_WITH(ar::load_groups(dir.path),
-                      Contains("partition 'alpha'") && Contains("'beta'"));
+    const auto clash = ar::load_each_group(dir.path);
+    CHECK(names(clash) == std::vector<std::string>{"zeta"});
+    REQUIRE(clash.errors.size() == 2);
+    CHECK_THAT(clash.errors.at("beta"), Contains("partition 'alpha'") && Contains("'beta'"));
+    CHECK(clash.errors.at("alpha") == clash.errors.at("beta"));
   }
   SECTION("a bad file names itself") {
     write(dir, "bad.conf", "count=1\npartitions=p\nmax_count=0\n");
-    CHECK_THROWS_WITH(ar::load_groups(dir.path), Contains("bad.conf:3:") && Contains("'0'"));
+    const auto bad = ar::load_each_group(dir.path);
+    CHECK(names(bad) == std::vector<std::string>{"alpha", "zeta"});
+    REQUIRE(bad.errors.size() == 1);
+    CHECK_THAT(bad.errors.at("bad"), Contains("bad.conf:3:") && Contains("'0'"));
   }
-  CHECK_THROWS_WITH(ar::load_groups(dir.path / "missing"),
+  CHECK_THROWS_WITH(ar::load_each_group(dir.path / "missing"),
                     Contains("groups_dir") && Contains("missing"));
 }
 

@@ -68,9 +68,6 @@ struct LoadedGroups {
 // clash are in `errors`. ConfigError when the folder cannot be read.
 LoadedGroups load_each_group(const std::filesystem::path& dir);
 
-// load_each_group's groups, or ConfigError with the first group's error.
-std::vector<GroupSpec> load_groups(const std::filesystem::path& dir);
-
 // `text` (a group file) with `values` set: each key's line rewritten in
 // place (its comment kept), keys the file lacks appended. Used by
 // `auto-resume group set`, so that the file stays the one desired state.

@@ -19,13 +19,6 @@ inline std::string join(const std::vector<std::string>& items, std::string_view 
   return out;
 }
 
-// `text` safe to write to a terminal or a log: control characters (C0,
-// DEL, and C1 as UTF-8 encodes them) become \xNN, and the line and
-// paragraph separators and the bidirectional controls (U+061C, U+200E,
-// U+200F, U+2028 to U+202E, U+2066 to U+2069) \uNNNN, so that text a user
-// chose (a run id, a command line, a reason) cannot move the cursor,
-// retitle the window, start a line or reorder what a reader sees.
-// Everything else, other UTF-8 included, stays.
 // The code point of the line separator or bidirectional control UTF-8
 // encodes at text[i] (see printable), or 0.
 inline unsigned invisible(std::string_view text, std::size_t i) {
@@ -41,6 +34,13 @@ inline unsigned invisible(std::string_view text, std::size_t i) {
   return hidden ? code : 0;
 }
 
+// `text` safe to write to a terminal or a log: control characters (C0,
+// DEL, and C1 as UTF-8 encodes them) become \xNN, and the line and
+// paragraph separators and the bidirectional controls (U+061C, U+200E,
+// U+200F, U+2028 to U+202E, U+2066 to U+2069) \uNNNN, so that text a user
+// chose (a run id, a command line, a reason) cannot move the cursor,
+// retitle the window, start a line or reorder what a reader sees.
+// Everything else, other UTF-8 included, stays.
 inline std::string printable(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
