@@ -1,10 +1,11 @@
 // srun side (local context): register a flagged step with the controller,
 // once per srun, and only then tell the step's tasks that they run with
 // auto-resume. When the controller cannot protect the step, say so once; with
-// required=1 the step does not run: this hook fails (which stops srun under
-// a `required` plugstack line) and the nodes refuse its tasks, which lack
-// the variables (remote.cpp: Slurm ignores this failure under an `optional`
-// line).
+// required=1 the step does not run: the nodes refuse its tasks, which lack
+// the variables (remote.cpp), under a `required` plugstack line as under an
+// `optional` one. This hook does not fail for it: srun would stop between
+// the step's creation and its launch, and slurmctld would hold the step
+// (and its CPUs) until the allocation ends, since no node ever reports it.
 
 #include <signal.h>
 #include <unistd.h>
@@ -292,11 +293,13 @@ int local_user_init(spank_t sp) {
     return ESPANK_SUCCESS;
   }
   if (st.config.required) {
+    // The nodes refuse the tasks (remote_task_init): the step ends at once,
+    // and slurmctld lets it go as any ended step.
     slurm_error(
         "%s: step %u.%u asked for --auto-resume=1 but %s; not running it unprotected because "
         "plugstack.conf says required=1",
         kTag, step.job_id, step.step_id, unprotected->c_str());
-    return kFailure;
+    return ESPANK_SUCCESS;
   }
   slurm_spank_log(
       "%s: warning: auto-resume protection is OFF for step %u.%u: %s; the step runs, but a node "

@@ -90,7 +90,12 @@ resize_twice() {
 plain=$WORK/p
 # shellcheck disable=SC2016 # expanded when the test ends
 on_exit '"$CLUSTER_CMD" down "$plain" >/dev/null 2>&1'
+# up empties a reused folder's record of injected faults: the tests' fault
+# counts would hold its old kills against this cluster's nodes.
+mkdir -p "$plain"
+echo "1 kill-node node1" >"$plain/faults.log"
 cluster_up_at "$plain" --nodes 2 >/dev/null
+[[ ! -s $plain/faults.log ]] || fail "up kept a reused folder's faults.log: $(cat "$plain/faults.log")"
 if SLURM_CONF=$plain/etc/slurm.conf resize_twice 2; then
   fail "a second resize worked without accounting: the control shows nothing"
 fi
@@ -176,6 +181,8 @@ assert_contains authinfo.txt "^AuthInfo += socket=$CLUSTER/munge/munge.sock,cred
 # An agent goes down with its node (kill-node), and comes back with the
 # node's replacement (the controller's restart-node --kill, a reboot).
 "$CLUSTER_CMD" kill-node "$CLUSTER" node2 >/dev/null
+# Recorded to the millisecond, for the fault counts.
+assert_contains "$CLUSTER/faults.log" "^[0-9]{10}\.[0-9]{3} kill-node node2$" "kill-node's record"
 gone "$agent2_id" || fail "kill-node node2 left its agent (pid $agent2) running"
 gone "$agent1_id" && fail "kill-node node2 took node1's agent (pid $agent1) down"
 wait_until 60 "node2 replaced by the controller" event_seen "node node2 replaced: node2 is back in service"

@@ -12,7 +12,10 @@ cluster and controller
     kill-slurmd fault slurmd alone on a live host, which makes no node
     faulty: a mark then counts);
   - wrong relaunches: a relaunch whose node list holds a node that was
-    killed or frozen at that moment;
+    killed or frozen at that moment (faults.log says it to the millisecond,
+    the store's events to the second: a node counts when it was faulty at
+    the start of the relaunch's second, so that a fault injected later in
+    that second, after the decision perhaps, is not held against it);
   - steps lost: a protected step given up at its deadline (the repair did
     not finish in time) or still repairing when the test ended;
 and writes them to OUTDIR/TEST.json.
@@ -54,7 +57,7 @@ def injected(cluster):
             for line in log:
                 at, command, node = line.split()
                 faulty = command in ("kill-node", "freeze-node")
-                changes.setdefault(node, []).append((int(at), faulty))
+                changes.setdefault(node, []).append((float(at), faulty))
     except FileNotFoundError:
         pass
     return changes
@@ -85,10 +88,12 @@ def record(work, cluster, test, outdir):
                 m = REASON.match(line.rstrip("\n"))
                 if not m or not m.group(3).startswith(MARKS):
                     continue
-                at = time.mktime(time.strptime(m.group(1).split(".")[0], "%Y-%m-%dT%H:%M:%S"))
+                stamp, _, millis = m.group(1).partition(".")
+                at = time.mktime(time.strptime(stamp, "%Y-%m-%dT%H:%M:%S")) + float(
+                    "0." + (millis or "0"))
                 # A node marked during or soon after a fault injected into
                 # it is no healthy node.
-                if not faulty_lately(changes, m.group(2), at + 1):
+                if not faulty_lately(changes, m.group(2), at):
                     counts["healthy_marked"].append(f"{m.group(2)}: {m.group(3)}")
     except FileNotFoundError:
         pass

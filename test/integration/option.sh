@@ -104,14 +104,20 @@ assert_contains stopped.err "protection is OFF .*timed out after 1000 ms" "srun 
 kill -CONT "$CONTROLLER_PID"
 
 # required=1 and no controller: a flagged step does not run, under a
-# `required` plugstack line (srun fails before its tasks start) as under an
-# `optional` one, the README's (Slurm ignores the failing hook; the nodes
-# refuse the tasks, which lack AUTO_RESUME=1); a plain one still runs.
+# `required` plugstack line as under an `optional` one, the README's: the
+# nodes refuse the tasks, which lack AUTO_RESUME=1, and they exit 69; a
+# plain one still runs, in the same allocation at once (a srun stopped
+# between its step's creation and launch would leave slurmctld holding the
+# step, and the next srun would wait for its CPUs until the allocation
+# ended: the 30 s below is a deadline, not a measure).
 for PLUGSTACK_LINE in required optional; do
   set_plugstack "controller=127.0.0.1:$dead_port connect_timeout=1 required=1"
   rm -f ran
-  if salloc -N1 srun --auto-resume=1 touch ran >req.out 2>&1; then fail "flagged srun ran with required=1 and no controller ($PLUGSTACK_LINE line)"; fi
+  # shellcheck disable=SC2016 # expanded by salloc's shell
+  salloc -N1 bash -c 'srun --auto-resume=1 touch ran; echo "flagged exit $?"; timeout 30 srun true; echo "plain exit $?"' >req.out 2>&1 || true
   assert_contains req.out "cannot be reached .*required=1" "srun with required=1 ($PLUGSTACK_LINE line)"
+  assert_contains req.out "^flagged exit 69$" "a refused srun's exit with required=1 ($PLUGSTACK_LINE line)"
+  assert_contains req.out "^plain exit 0$" "a plain srun after a refused one in the same allocation ($PLUGSTACK_LINE line)"
   if srun -N1 --auto-resume=1 touch ran >req.out 2>&1; then fail "flagged standalone srun ran with required=1 ($PLUGSTACK_LINE line)"; fi
   assert_contains req.out "made its own allocation.*required=1" "standalone srun with required=1 ($PLUGSTACK_LINE line)"
   # The option from sbatch, through the job's environment.
