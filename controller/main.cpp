@@ -158,12 +158,17 @@ int main(int argc, char** argv) {
         if (words.size() > 1 && words[1] == op) return std::string(op);
       return std::string("other");
     });
-    ar::NodeKeeper keeper(store, config, slurm, clock, prober, replace_runner);
+    // The provisioner's group nodes are its own to replace. It is made after
+    // the keeper, whose guard rails it shares (and so goes first at exit).
+    const ar::Provisioner* group_owner = nullptr;
+    ar::NodeKeeper keeper(store, config, slurm, clock, prober, replace_runner,
+                          [&group_owner](const std::string& node) {
+                            return group_owner != nullptr && group_owner->owns(node);
+                          });
     std::optional<ar::Provisioner> provisioner;
     if (config.provision.mode == ar::Provisioning::continuous) {
-      provisioner.emplace(store, config, slurm, clock, provision_runner, &keeper.gate());
-      keeper.set_owned_elsewhere(
-          [&provisioner](const std::string& node) { return provisioner->owns(node); });
+      group_owner =
+          &provisioner.emplace(store, config, slurm, clock, provision_runner, &keeper.gate());
       ar::log::info("continuous provisioning: groups in {}, provider {}",
                     config.provision.groups_dir.string(), config.provision.command.string());
     }

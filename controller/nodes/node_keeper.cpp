@@ -90,8 +90,10 @@ std::string held_step(const NodeRepair& repair, const slurm::NodeInfo& node,
 }  // namespace
 
 NodeKeeper::NodeKeeper(Store& store, const DaemonConfig& config, slurm::SlurmApi& slurm,
-                       const Clock& clock, Prober& prober, CommandRunner& runner)
-    : store_(store),
+                       const Clock& clock, Prober& prober, CommandRunner& runner,
+                       OwnedElsewhere owned_elsewhere)
+    : owned_elsewhere_(std::move(owned_elsewhere)),
+      store_(store),
       config_(config),
       slurm_(slurm),
       clock_(clock),

@@ -76,10 +76,14 @@ class NodeKeeper {
  public:
   using NodeMap = std::map<std::string, const slurm::NodeInfo*>;
 
+  // Whether someone else replaces a node (continuous provisioning's group
+  // nodes): never replaced nor made a spare here.
+  using OwnedElsewhere = std::function<bool(const std::string&)>;
+
   // Slurm, the clock, the prober (silent nodes' slurmd) and the runner (the
   // provider's commands) are the keeper's seams: tests pass fakes.
   NodeKeeper(Store& store, const DaemonConfig& config, slurm::SlurmApi& slurm, const Clock& clock,
-             Prober& prober, CommandRunner& runner);
+             Prober& prober, CommandRunner& runner, OwnedElsewhere owned_elsewhere = {});
   ~NodeKeeper();
   NodeKeeper(const NodeKeeper&) = delete;
   NodeKeeper& operator=(const NodeKeeper&) = delete;
@@ -196,16 +200,11 @@ class NodeKeeper {
   // The reason a spare node is drained with, and whether a node is a spare
   // ready to be taken.
   static constexpr const char* kSpareReason = "spare";
-  // Nodes someone else replaces (continuous provisioning's group nodes):
-  // never replaced nor made spares here.
-  void set_owned_elsewhere(std::function<bool(const std::string&)> owned) {
-    owned_elsewhere_ = std::move(owned);
-  }
   static bool is_spare(const slurm::NodeInfo& node);
 
  private:
   using Steady = Clock::Steady;
-  std::function<bool(const std::string&)> owned_elsewhere_;
+  OwnedElsewhere owned_elsewhere_;
   bool elsewhere(const std::string& node) const {
     return owned_elsewhere_ && owned_elsewhere_(node);
   }

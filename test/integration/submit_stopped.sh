@@ -84,6 +84,6 @@ assert_contains "$WORK/controller.log" "cannot write its resume into its AdminCo
 assert_contains "$WORK/controller.log" "auto-resume-submit did not finish within 30 s" "the controller's log"
 "$AR_CLI" events >events.txt
 assert_contains events.txt "job $a [^ ]+ expand_helper: helper job [0-9]+ allocates node[56] for job $a" "job A's helper"
-assert_not_contains "$WORK/controller.log" "kind=stalled " "the controller's log (it never stood still)"
+assert_not_contains "$WORK/controller.log" "the controller stood still" "the controller's log (it never stood still; no agent runs here, so it would say so in its log only, not as an event)"
 scancel "$a" "$b"
 note "ok"

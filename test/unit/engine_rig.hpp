@@ -66,11 +66,11 @@ struct EngineRig : ar::test::Fakes {
   }
   ar::StoredStep step(std::uint32_t attempt = 0) { return store->find("r", attempt).value(); }
   // Every outside call on threads of their own, as in the controller; the
-  // calls the fake Slurm gets on this thread (the looks') are counted
-  // (slurm.look_thread_calls: there must be none).
+  // calls the fakes get on this thread (the looks') are counted
+  // (look_thread_calls: there must be none).
   void start_calls() {
     engine->start_calls(std::chrono::seconds{5});
-    slurm.look_thread = std::this_thread::get_id();
+    watch_look_thread();
   }
   // The calls started settled, the outbox's posts done.
   void settle_calls() {

@@ -927,7 +927,7 @@ TEST_CASE(
   CHECK(rig.tick_until([&] {
     return rig.step(0).state == StepState::decided && rig.step(1).state == StepState::decided;
   }));
-  CHECK(rig.slurm.look_thread_calls == 0);
+  CHECK(rig.look_thread_calls() == 0);
   rig.settle_calls();
 }
 

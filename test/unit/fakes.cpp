@@ -53,7 +53,7 @@ void ManualClock::reboot(std::chrono::milliseconds down) {
 }
 
 std::unique_lock<std::recursive_mutex> FakeSlurm::check_reachable() const {
-  if (std::this_thread::get_id() == look_thread) ++look_thread_calls;
+  looks.note();
   std::unique_lock lock(calls_mutex_);
   if (!reachable) throw slurm::SlurmUnreachable("Unable to contact slurm controller (fake)", 1);
   return lock;
@@ -455,6 +455,7 @@ void FakeSlurm::cancel_job(std::uint32_t job_id) {
 std::vector<ProbeResult> FakeProber::probe(const std::vector<ProbeTarget>& targets,
                                            std::chrono::milliseconds /*timeout*/,
                                            ProbeDepth /*depth*/) {
+  looks.note();
   rounds.pass();
   std::vector<ProbeResult> out;
   for (const auto& t : targets) {
@@ -468,6 +469,7 @@ std::vector<ProbeResult> FakeProber::probe(const std::vector<ProbeTarget>& targe
 
 CommandResult FakeRunner::run(const std::vector<std::string>& argv,
                               std::chrono::milliseconds timeout) {
+  looks.note();
   std::unique_lock lock(mutex_);
   calls_.push_back(argv);
   if (hang_) {

@@ -74,6 +74,27 @@ class Hold {
   int most_ = 0;
 };
 
+// The calls a fake gets on one thread, the looks' (`thread`, set before any
+// call runs on a thread of its own): the looks must make none, to slurmctld,
+// to a slurmd (a probe) or to a program (a provider's command).
+struct LookCalls {
+  std::thread::id thread;
+  mutable std::atomic<int> count{0};
+  // Set while a rig itself calls on the looks' thread (the node list it
+  // hands a look, which the controller reads on a thread of its own).
+  static inline thread_local bool rig_call = false;
+  void note() const {
+    if (!rig_call && thread != std::thread::id{} && std::this_thread::get_id() == thread) ++count;
+  }
+};
+// While alive, the calls of this thread are the rig's own (LookCalls).
+struct RigCall {
+  RigCall() { LookCalls::rig_call = true; }
+  ~RigCall() { LookCalls::rig_call = false; }
+  RigCall(const RigCall&) = delete;
+  RigCall& operator=(const RigCall&) = delete;
+};
+
 class FakeSlurm final : public slurm::SlurmApi {
  public:
   // The cluster, as tests build it. A node's `allocated`/`idle` follow the
@@ -102,10 +123,7 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::set<std::string> refuse_helpers;
   // While false, every call throws SlurmError (slurmctld unreachable).
   bool reachable = true;
-  // Calls made on the thread `look_thread` (set before any call runs on
-  // a thread of its own): the engine's looks must make none.
-  std::thread::id look_thread;
-  mutable std::atomic<int> look_thread_calls{0};
+  LookCalls looks;
   // Every update, in order: "fail node2 <reason>", "shrink 10 node[1,3]", ...
   std::vector<std::string> updates;
 
@@ -215,6 +233,7 @@ class FakeProber final : public Prober {
  public:
   std::set<std::string> dead;
   std::set<std::string> unknown;
+  LookCalls looks;
   int probes = 0;  // targets probed so far
   // While set, a round waits (a prober slow to time out).
   Hold rounds;
@@ -235,6 +254,7 @@ class FakeRunner final : public CommandRunner {
                              const std::vector<std::string>& environment) override;
   void cancel_all() override;
 
+  LookCalls looks;
   void set_result(CommandResult result);
   void set_hang(bool hang);
   void release();
@@ -274,6 +294,16 @@ struct Fakes {
   FakeRunner runner;
   DaemonConfig config;
   StepReports reports;  // what the server hears of the steps, for the engine
+
+  // From now on, count the calls the fakes get on this thread (the looks').
+  void watch_look_thread() {
+    for (auto* looks : {&slurm.looks, &prober.looks, &runner.looks})
+      looks->thread = std::this_thread::get_id();
+  }
+  // Calls to slurmctld, probes and commands made on the looks' thread.
+  int look_thread_calls() const {
+    return slurm.looks.count + prober.looks.count + runner.looks.count;
+  }
 };
 
 }  // namespace ar::test

@@ -591,7 +591,7 @@ TEST_CASE("a hung step's nodes get the quick checks: one that fails leaves the j
         "node[1-2,4]");
   CHECK(rig.step().message.find("the step hung: rank 2 on node3") != std::string::npos);
   CHECK(rig.slurm.updated("shrink 10 node[1-2,4]"));
-  CHECK(rig.slurm.look_thread_calls == 0);
+  CHECK(rig.look_thread_calls() == 0);
   rig.settle_calls();
 }
 

@@ -55,7 +55,11 @@ struct KeeperRig : ar::test::Fakes {
   // One look of the engine thread, with the node list as just loaded.
   void tick(const std::set<std::string>& protected_nodes = {}) {
     ar::NodeKeeper::NodeMap nodes;
-    for (const auto& node : slurm.load_nodes()) nodes[node.name] = &node;
+    const auto listed = [&] {
+      const ar::test::RigCall rig_call;  // the engine's read, in the controller
+      return slurm.load_nodes();
+    }();
+    for (const auto& node : listed) nodes[node.name] = &node;
     keeper.tick(nodes, protected_nodes);
   }
   // A heartbeat for `node` from its NodeAddr (127.0.0.1 for a node

@@ -41,6 +41,7 @@ TEST_CASE(
     "[node_keeper]") {
   KeeperRig k;
   k.keeper.start_calls();  // the deep probe and the mark on threads of their own
+  k.watch_look_thread();
   k.tick();
   k.beat("node1");
   k.prober.dead.insert(kNode1Address);
@@ -66,6 +67,7 @@ TEST_CASE(
   CHECK(k.slurm.updates == Strings{"fail node1 " + heartbeat_reason(11)});
   CHECK(k.details(EventKind::marked) == Strings{"node1 marked FAIL: " + heartbeat_reason(11) +
                                                 " (no node agent to cross-check with)"});
+  CHECK(k.look_thread_calls() == 0);  // neither the probe nor the mark
 }
 
 TEST_CASE("a silent node whose slurmd answers is not marked but has one heartbeat_late event",

@@ -625,3 +625,23 @@ TEST_CASE("a returned node marked with another reason is replaced again at once"
   CHECK(k.count(EventKind::replace_requested) == 2);
   CHECK(k.slurm.updates == Strings{"resume node1"});
 }
+
+TEST_CASE("a node someone else replaces (a provisioned group's) is never replaced by the keeper",
+          "[node_keeper]") {
+  KeeperRig k;
+  // The controller wires the provisioner's owns() in at construction.
+  ar::NodeKeeper keeper{
+      k.store, k.config, k.slurm, k.clock, k.prober, k.runner, [](const std::string& node) {
+        return node == "node2";
+      }};
+  for (const auto* name : {"node1", "node2"}) {
+    k.slurm.nodes[name].fail = true;
+    k.slurm.nodes[name].reason = "Action:Replace";
+  }
+  ar::NodeKeeper::NodeMap nodes;
+  const auto& listed = k.slurm.load_nodes();
+  for (const auto& node : listed) nodes[node.name] = &node;
+  keeper.tick(nodes, {});
+  CHECK(k.store.node_repair("node1"));
+  CHECK_FALSE(k.store.node_repair("node2"));
+}

@@ -70,7 +70,11 @@ struct Rig {
   }
   void tick(ar::Provisioner& p) {
     ar::Provisioner::NodeMap nodes;
-    for (const auto& node : slurm.load_nodes()) nodes[node.name] = &node;
+    const auto listed = [&] {
+      const ar::test::RigCall rig_call;  // the engine's read, in the controller
+      return slurm.load_nodes();
+    }();
+    for (const auto& node : listed) nodes[node.name] = &node;
     p.tick(nodes);
   }
   void tick() { tick(*provisioner); }
@@ -708,6 +712,9 @@ TEST_CASE(
   rig.add_slots("a-", 2);
   rig.start();
   rig.provisioner->start_calls();  // the writes on threads of their own, as in the controller
+  // The calls to slurmctld and to the provider's command made by a tick
+  // itself (there must be none) are counted.
+  rig.slurm.looks.thread = rig.runner.looks.thread = std::this_thread::get_id();
   rig.slurm.node_writes_of = "a-1";
   rig.slurm.node_writes.set(true);
   rig.tick();  // the group is read: both slots' write-ahead drains start
@@ -738,6 +745,7 @@ TEST_CASE(
                  });
   CHECK(rig.provider_calls() ==
         std::vector<std::string>{"create a a-2 a:a-2:1", "create a a-1 a:a-1:1"});
+  CHECK(rig.slurm.looks.count + rig.runner.looks.count == 0);
 }
 
 TEST_CASE("provisioner: a new group of many slots has at most 16 writes to slurmctld under way",
