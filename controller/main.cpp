@@ -143,7 +143,10 @@ int main(int argc, char** argv) {
     ar::ControllerMetrics metrics;
     std::optional<ar::Notifier> notifier;
     if (!config.notify_command.empty()) notifier.emplace(config.notify_command);
-    ar::Store store(config.state_dir, clock);
+    constexpr std::uint64_t kMiB = 1024 * 1024;
+    ar::Store store(config.state_dir, clock,
+                    {config.max_job_steps_per_hour, config.max_user_steps_per_hour,
+                     config.max_store_mb * kMiB});
     store.on_event([&metrics, &notifier](const ar::Event& event, bool node_event) {
       ar::log::event(event.kind, event.level, event.job_id, event.run_id, event.node, event.group,
                      event.uid, event.detail);

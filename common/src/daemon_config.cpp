@@ -63,6 +63,7 @@ constexpr std::string_view kKnownKeys =
     "heartbeat_max_silent_percent, heartbeat_bind, spares, register_timeout, retention, "
     "auth_timeout, "
     "max_unauthenticated, max_user_connections, reserved_fds, privileged_connections, "
+    "max_job_steps_per_hour, max_user_steps_per_hour, max_store_mb, "
     "mode, max_marks_per_hour, max_replacements_per_hour, breaker_reset_after, "
     "node_provisioning, groups_dir, "
     "provision_command, provision_timeout, create_timeout, max_parallel_creates, create_backoff, "
@@ -175,6 +176,12 @@ bool apply_limit(DaemonConfig& config, const std::string& key, const std::string
     config.reserved_fds = count(100'000);
   else if (key == "privileged_connections")
     config.privileged_connections = count(100'000);
+  else if (key == "max_job_steps_per_hour")
+    config.max_job_steps_per_hour = count(1'000'000);
+  else if (key == "max_user_steps_per_hour")
+    config.max_user_steps_per_hour = count(1'000'000);
+  else if (key == "max_store_mb")
+    config.max_store_mb = static_cast<unsigned>(parse_uint(key, value, 16, 1'048'576));
   else
     return false;
   return true;
@@ -481,6 +488,9 @@ std::string render(const DaemonConfig& config) {
       << "max_user_connections=" << config.max_user_connections << "\n"
       << "reserved_fds=" << config.reserved_fds << "\n"
       << "privileged_connections=" << config.privileged_connections << "\n"
+      << "max_job_steps_per_hour=" << config.max_job_steps_per_hour << "\n"
+      << "max_user_steps_per_hour=" << config.max_user_steps_per_hour << "\n"
+      << "max_store_mb=" << config.max_store_mb << "\n"
       << "mode=" << to_string(config.mode) << "\n"
       << "max_marks_per_hour=" << config.max_marks_per_hour.str() << "\n"
       << "max_replacements_per_hour=" << config.max_replacements_per_hour.str() << "\n"

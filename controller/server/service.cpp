@@ -174,7 +174,13 @@ proto::RegisterReply Service::do_register(proto::RegisterRequest step, uid_t cal
   // The nodes are slurmctld's: what the client sent is never used.
   step.nodelist = std::move(*nodes);
   StoredStep other;
-  const auto result = store_.register_step(step, job->uid, &other);
+  std::string why;
+  const auto result = store_.register_step(step, job->uid, &other, &why);
+  // Past a cap on the store's growth (counted for the job's owner, whoever
+  // asks): the step runs unprotected, or not at all under required=1.
+  if (result == Store::Insert::capped)
+    throw ProtocolError(code::kBusy, why + ": step " + std::to_string(step.job_id) + "." +
+                                         std::to_string(step.step_id) + " is not protected");
   // One protected launch per job at a time: two would repair the same
   // allocation at once.
   if (result == Store::Insert::busy)

@@ -141,7 +141,7 @@ constexpr const char* kStepColumns =
     " verdict, message, phase, repair, rowid, created_boot_ms, created_boot_id, ended_boot_ms,"
     " ended_boot_id, min_nodes, hang_timeout, hang_signal";
 // PRAGMA user_version of the current schema.
-constexpr int kSchemaVersion = 9;
+constexpr int kSchemaVersion = 10;
 
 StoredStep read_step(const Statement& s, Store::ParsedRows* cache = nullptr) {
   StoredStep out;
@@ -224,8 +224,8 @@ Store::StateLock::StateLock(const std::filesystem::path& state_dir) {
   }
 }
 
-Store::Store(const std::filesystem::path& state_dir, const Clock& clock)
-    : clock_(clock), lock_(state_dir) {
+Store::Store(const std::filesystem::path& state_dir, const Clock& clock, Caps caps)
+    : clock_(clock), caps_(caps), lock_(state_dir) {
   const auto file = (state_dir / "auto-resume.db").string();
   if (sqlite3_open_v2(file.c_str(), &db_,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
@@ -337,6 +337,21 @@ void Store::migrate() {
       " started INTEGER NOT NULL, in_service INTEGER NOT NULL, terminated INTEGER NOT NULL,"
       " end_reason TEXT NOT NULL);"
       "CREATE INDEX IF NOT EXISTS instances_group ON instances (group_name, requested);");
+  // Schema 9 and older keep a decided step's argv and cwd, and lack the
+  // indexes the caps on registrations count with. A decided step keeps its
+  // program's name alone (at most 256 bytes; a step's argv is never empty
+  // on the wire, for clients of every release).
+  exec(
+      "CREATE TRIGGER IF NOT EXISTS decided_steps_forget_argv AFTER UPDATE OF state ON steps"
+      " WHEN NEW.state = 'decided' AND (json_array_length(NEW.argv) > 1 OR"
+      " length(NEW.argv) > 300 OR NEW.cwd != '') BEGIN"
+      " UPDATE steps SET argv = json_array(substr(json_extract(NEW.argv, '$[0]'), 1, 256)),"
+      " cwd = '' WHERE run_id = NEW.run_id AND attempt = NEW.attempt; END;"
+      "UPDATE steps SET argv = json_array(substr(json_extract(argv, '$[0]'), 1, 256)), cwd = ''"
+      " WHERE state = 'decided' AND (json_array_length(argv) > 1 OR length(argv) > 300 OR"
+      " cwd != '');"
+      "CREATE INDEX IF NOT EXISTS steps_job_created ON steps (job_id, created_at);"
+      "CREATE INDEX IF NOT EXISTS steps_uid_created ON steps (uid, created_at);");
   exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
 }
 
@@ -433,11 +448,84 @@ void Store::exec(const char* sql) {
   }
 }
 
+std::uint64_t Store::used_bytes() {
+  std::lock_guard lock(mutex_);
+  return used_bytes_locked();
+}
+
+std::uint64_t Store::used_bytes_locked() {
+  auto pragma = [&](const char* sql) {
+    Statement s(idle_statements_, db_, sql);
+    s.step();
+    return static_cast<std::uint64_t>(s.integer(0));
+  };
+  const auto pages = pragma("PRAGMA page_count");
+  const auto free = pragma("PRAGMA freelist_count");
+  return (pages > free ? pages - free : 0) * pragma("PRAGMA page_size");
+}
+
+std::optional<std::pair<std::string, std::string>> Store::over_cap(
+    const proto::StepRegistration& step, uid_t uid, std::int64_t now) {
+  if (step.attempt > 0) return std::nullopt;  // the relaunch budget bounds those
+  auto since_hour = [&](const char* sql, std::int64_t key) {
+    Statement count(idle_statements_, db_, sql);
+    count.bind(1, key).bind(2, now - 3600);
+    count.step();
+    return count.integer(0);
+  };
+  if (const auto cap = caps_.job_steps_per_hour; cap > 0) {
+    const auto n =
+        since_hour("SELECT COUNT(*) FROM steps WHERE job_id = ? AND created_at >= ?", step.job_id);
+    if (n >= static_cast<std::int64_t>(cap))
+      return std::pair{fmt::format("job {}", step.job_id),
+                       fmt::format("job {} registered {} protected steps within the last hour "
+                                   "(max_job_steps_per_hour={})",
+                                   step.job_id, n, cap)};
+  }
+  if (const auto cap = caps_.user_steps_per_hour; cap > 0) {
+    const auto n = since_hour("SELECT COUNT(*) FROM steps WHERE uid = ? AND created_at >= ?",
+                              static_cast<std::int64_t>(uid));
+    if (n >= static_cast<std::int64_t>(cap))
+      return std::pair{fmt::format("uid {}", uid),
+                       fmt::format("uid {} registered {} protected steps within the last hour "
+                                   "(max_user_steps_per_hour={})",
+                                   uid, n, cap)};
+  }
+  if (caps_.max_bytes > 0) {
+    constexpr std::uint64_t kMiB = 1024 * 1024;
+    if (const auto used = used_bytes_locked(); used >= caps_.max_bytes)
+      return std::pair{
+          std::string("store"),
+          fmt::format("the controller's store holds {} MiB, at max_store_mb={} (decided steps "
+                      "and events older than retention are pruned hourly)",
+                      used / kMiB, caps_.max_bytes / kMiB)};
+  }
+  return std::nullopt;
+}
+
 Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t uid,
-                                   StoredStep* blocking) {
+                                   StoredStep* blocking, std::string* why) {
   std::lock_guard lock(mutex_);
   return transaction([&] {
     if (find_locked(step.run_id, step.attempt)) return Insert::duplicate;
+    if (const auto over = over_cap(step, uid, clock_.unix_now())) {
+      if (why != nullptr) *why = over->second;
+      const auto now = clock_.unix_now();
+      // Once an hour a cause: a refusal's event must not grow the store.
+      if (refusals_said_.size() > 10'000) refusals_said_.clear();
+      if (auto& said = refusals_said_[over->first]; said == 0 || now - said >= 3600) {
+        said = now;
+        StoredStep refused;
+        refused.step = step;
+        refused.uid = uid;
+        insert_event(now, refused,
+                     {EventKind::step_refused,
+                      fmt::format("step {}.{} refused: {}; more refusals for it within the hour "
+                                  "are not recorded",
+                                  step.job_id, step.step_id, over->second)});
+      }
+      return Insert::capped;
+    }
     Statement other(idle_statements_, db_,
                     (std::string("SELECT ") + kStepColumns +
                      " FROM steps WHERE job_id = ? AND run_id != ? AND state != 'decided'"

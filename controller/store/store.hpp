@@ -121,6 +121,16 @@ struct NodeRepair {
   }
 };
 
+// How far users may grow the store (docs/security.md, "Bounds"): the steps
+// one job and one user may register within an hour, and the bytes the
+// store's data may take (0: no bound). A relaunch (attempt > 0) is counted
+// but never refused: the relaunch budget bounds those.
+struct StoreCaps {
+  unsigned job_steps_per_hour = 0;
+  unsigned user_steps_per_hour = 0;
+  std::uint64_t max_bytes = 0;
+};
+
 class Store {
  public:
   // A step row's parsed argv and repair facts, with the texts they were
@@ -132,21 +142,28 @@ class Store {
     RepairFacts repair;
   };
   using ParsedRows = std::map<std::int64_t, ParsedRow>;
+  using Caps = StoreCaps;
   // Opens (creating if needed) DIR/auto-resume.db. Throws std::runtime_error.
   // `clock` stamps what is stored.
-  explicit Store(const std::filesystem::path& state_dir, const Clock& clock = system_clock());
+  explicit Store(const std::filesystem::path& state_dir, const Clock& clock = system_clock(),
+                 Caps caps = {});
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  enum class Insert { created, duplicate, busy };
+  enum class Insert { created, duplicate, busy, capped };
   // Records a step with state "registered" and a "registered" event, in one
   // transaction. The same (run_id, attempt) again is a duplicate and changes
   // nothing.
   // Another run of the same job that is not decided yet makes it `busy`
   // (one protected launch per job at a time), and is copied to `blocking`.
+  // A first attempt past one of the caps is `capped`, with why in `why`
+  // and a `step_refused` event (once an hour for each job, user, or the
+  // store's size: refusals must not grow the store themselves).
   Insert register_step(const proto::StepRegistration& step, uid_t uid,
-                       StoredStep* blocking = nullptr);
+                       StoredStep* blocking = nullptr, std::string* why = nullptr);
+  // The bytes the store's data takes (its pages in use: pruning frees them).
+  std::uint64_t used_bytes();
 
   std::optional<StoredStep> find(const std::string& run_id, std::uint32_t attempt);
   // Steps not yet decided, oldest first.
@@ -258,8 +275,16 @@ class Store {
   };
 
   const Clock& clock_;
+  const Caps caps_;
   StateLock lock_;
   sqlite3* db_ = nullptr;
+  // When a refusal of each cause ("job 12", "uid 1000", "store") was last
+  // recorded as an event (unix seconds; under mutex_).
+  std::map<std::string, std::int64_t> refusals_said_;
+  // Why `step` is past a cap, if it is (under mutex_).
+  std::optional<std::pair<std::string, std::string>> over_cap(const proto::StepRegistration& step,
+                                                              uid_t uid, std::int64_t now);
+  std::uint64_t used_bytes_locked();
   // One connection, used by the server's workers and the resume engine.
   std::mutex mutex_;
   // Its prepared statements not in use, by SQL text (under mutex_).

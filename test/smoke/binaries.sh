@@ -34,6 +34,7 @@ settings=(listen metrics_listen state_dir provider max_attempts attempt_window h
   probe_interval slurm_read_interval probe_failures probe_max_silent_percent end_window repair_timeout min_time_left provider_timeout provider_retries provider_backoff
   register_timeout heartbeat_timeout heartbeat_max_silent_percent retention
   auth_timeout max_unauthenticated max_user_connections reserved_fds privileged_connections
+  max_job_steps_per_hour max_user_steps_per_hour max_store_mb
   mode max_marks_per_hour max_replacements_per_hour breaker_reset_after
   spares provider_command notify_command munge_socket local_restart_command heartbeat_bind
   node_provisioning groups_dir provision_command provision_timeout create_timeout max_parallel_creates
@@ -41,7 +42,7 @@ settings=(listen metrics_listen state_dir provider max_attempts attempt_window h
   lifecycle_log_dir orphan_timeout slurm_conf slurm_conf_include slurmctld_restart_command
   slurmctld_restart_timeout)
 printf '%s\n' "${settings[@]}" | sort >"$tmp/settings"
-printf '%s\n' "${settings[@]:0:37}" | sort >"$tmp/settings-unset"
+printf '%s\n' "${settings[@]:0:40}" | sort >"$tmp/settings-unset"
 cat >"$tmp/full.conf" <<'CONF'
 provider=spares
 spares=2

@@ -544,3 +544,89 @@ TEST_CASE("the event hook hears each committed event once, a node's told apart",
                                                            {"marked 0 node3", true}});
   CHECK(store.step_counts() == std::map<std::string, std::int64_t>{{"registered", 1}});
 }
+
+namespace {
+
+// The details of the store's events of `kind`, oldest first.
+std::vector<std::string> details_of(ar::Store& store, const std::string& kind) {
+  std::vector<std::string> out;
+  for (const auto& event : store.events(std::nullopt, 0))
+    if (event.kind == kind) out.push_back(event.detail);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a job past max_job_steps_per_hour is refused a new step, once said, and again later",
+          "[store][caps]") {
+  TempDir dir;
+  ar::test::ManualClock clock;
+  ar::Store store(dir.path, clock, {2, 0, 0});
+  for (const auto* run : {"a", "b"}) {
+    REQUIRE(store.register_step(step(7, run, 0), 1000) == ar::Store::Insert::created);
+    REQUIRE(store.cancel(*store.find(run, 0), "ended"));
+  }
+  std::string why;
+  CHECK(store.register_step(step(7, "c", 0), 1000, nullptr, &why) == ar::Store::Insert::capped);
+  CHECK(why ==
+        "job 7 registered 2 protected steps within the last hour (max_job_steps_per_hour=2)");
+  CHECK_FALSE(store.find("c", 0));
+  CHECK(store.register_step(step(7, "d", 0), 1000) == ar::Store::Insert::capped);
+  // One event for the cause within the hour: refusals do not grow the store.
+  CHECK(details_of(store, "step_refused") ==
+        std::vector<std::string>{"step 7.0 refused: " + why +
+                                 "; more refusals for it within the hour are not recorded"});
+  // Another job of the same user, and a relaunch of a run the job has, go on.
+  CHECK(store.register_step(step(8, "e", 0), 1000) == ar::Store::Insert::created);
+  CHECK(store.register_step(step(7, "a", 1), 1000) == ar::Store::Insert::created);
+  REQUIRE(store.cancel(*store.find("a", 1), "ended"));
+  clock.advance(std::chrono::seconds{3601});
+  CHECK(store.register_step(step(7, "c", 0), 1000) == ar::Store::Insert::created);
+}
+
+TEST_CASE("a user past max_user_steps_per_hour is refused a new step in any job", "[store][caps]") {
+  TempDir dir;
+  ar::test::ManualClock clock;
+  ar::Store store(dir.path, clock, {0, 2, 0});
+  CHECK(store.register_step(step(7, "a", 0), 1000) == ar::Store::Insert::created);
+  CHECK(store.register_step(step(8, "b", 0), 1000) == ar::Store::Insert::created);
+  std::string why;
+  CHECK(store.register_step(step(9, "c", 0), 1000, nullptr, &why) == ar::Store::Insert::capped);
+  CHECK(why ==
+        "uid 1000 registered 2 protected steps within the last hour (max_user_steps_per_hour=2)");
+  CHECK(store.register_step(step(9, "c", 0), 1001) == ar::Store::Insert::created);  // another user
+  CHECK(details_of(store, "step_refused").size() == 1);
+}
+
+TEST_CASE("a store at max_store_mb refuses new steps and says so once an hour", "[store][caps]") {
+  TempDir dir;
+  ar::test::ManualClock clock;
+  ar::Store store(dir.path, clock, {0, 0, 1});  // a byte: any store holds more
+  CHECK(store.used_bytes() > 0);
+  std::string why;
+  CHECK(store.register_step(step(7, "a", 0), 1000, nullptr, &why) == ar::Store::Insert::capped);
+  CHECK(why.starts_with("the controller's store holds 0 MiB, at max_store_mb=0 (decided steps"));
+  CHECK(store.register_step(step(8, "b", 0), 1001) == ar::Store::Insert::capped);
+  CHECK(details_of(store, "step_refused").size() == 1);
+  clock.advance(std::chrono::seconds{3600});
+  CHECK(store.register_step(step(8, "b", 0), 1001) == ar::Store::Insert::capped);
+  CHECK(details_of(store, "step_refused").size() == 2);
+  // A relaunch of a protected run is never refused.
+  CHECK(store.register_step(step(9, "z", 1), 1000) == ar::Store::Insert::created);
+}
+
+TEST_CASE(
+    "a decided step's argv (its program's name aside) and cwd are forgotten, a running one's "
+    "kept",
+    "[store][caps]") {
+  TempDir dir;
+  ar::Store store(dir.path);
+  REQUIRE(store.register_step(step(7, "a", 0), 1000) == ar::Store::Insert::created);
+  REQUIRE(store.register_step(step(8, "b", 0), 1000) == ar::Store::Insert::created);
+  REQUIRE(store.cancel(*store.find("a", 0), "ended"));
+  CHECK(store.find("a", 0)->step.argv == std::vector<std::string>{"srun"});
+  CHECK(store.find("a", 0)->step.cwd.empty());
+  CHECK(store.find("b", 0)->step.argv ==
+        std::vector<std::string>{"srun", "--auto-resume=1", "a b"});
+  CHECK(store.find("b", 0)->step.cwd == "/w");
+}

@@ -231,6 +231,14 @@ struct DaemonConfig {
   unsigned reserved_fds = 128;
   unsigned privileged_connections = 128;
 
+  // The store's growth (docs/security.md, "Bounds"): the protected steps
+  // one job, and one user, may register within an hour (a relaunch counts
+  // but is never refused), and the MiB the store's data may take; past
+  // either, a new step is refused (`busy`) and runs unprotected.
+  unsigned max_job_steps_per_hour = 600;
+  unsigned max_user_steps_per_hour = 3000;
+  unsigned max_store_mb = 1024;
+
   ProvisionConfig provision;
 };
 

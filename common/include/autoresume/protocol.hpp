@@ -41,7 +41,7 @@ inline constexpr const char* kUnauthenticated = "unauthenticated";  // no valid 
 inline constexpr const char* kForbidden = "forbidden";              // not the caller's job
 inline constexpr const char* kNotFound = "not_found";
 inline constexpr const char* kUnavailable = "unavailable";  // a dependency failed
-inline constexpr const char* kBusy = "busy";                // over a connection limit
+inline constexpr const char* kBusy = "busy";                // over a limit or a cap
 inline constexpr const char* kInternal = "internal";
 }  // namespace code
 

@@ -54,6 +54,7 @@ enum class EventKind {
   hang_signal,   // the hang signal sent to its tasks
   checked,       // its nodes' quick checks after it failed: none failed
   check_failed,  // ... a node failed one (a fault: the step is repaired)
+  step_refused,  // a registration past a cap on the store's growth (store.hpp)
   // its verdicts
   relaunch,
   requeued,
@@ -122,7 +123,7 @@ struct Table<NodeRepairState> {
 };
 template <>
 struct Table<EventKind> {
-  static constexpr std::array<std::string_view, 50> value{"registered",
+  static constexpr std::array<std::string_view, 51> value{"registered",
                                                           "ended",
                                                           "detected",
                                                           "node_out",
@@ -138,6 +139,7 @@ struct Table<EventKind> {
                                                           "hang_signal",
                                                           "checked",
                                                           "check_failed",
+                                                          "step_refused",
                                                           "relaunch",
                                                           "requeued",
                                                           "give_up",
