@@ -39,8 +39,10 @@ up_us=$(($(now_us) - t0))
 eval "$("$repo/scripts/cluster" env "$dir/c")"
 plugstack=$dir/c/etc/plugstack.conf
 port=$("$repo/scripts/cluster" free-ports 1)
-printf 'provider=local\nlisten=127.0.0.1:%s\nstate_dir=%s\nmunge_socket=%s\n' \
-  "$port" "$dir/state" "$dir/c/munge/munge.sock" >"$dir/auto-resumed.conf"
+# (No cap on the steps a job registers: --runs may pass the default's 600.)
+printf 'provider=local\nlisten=127.0.0.1:%s\nstate_dir=%s\nmunge_socket=%s\n%s\n' \
+  "$port" "$dir/state" "$dir/c/munge/munge.sock" \
+  $'max_job_steps_per_hour=1000000\nmax_user_steps_per_hour=1000000' >"$dir/auto-resumed.conf"
 "$daemon" --config "$dir/auto-resumed.conf" 2>"$dir/auto-resumed.log" &
 controller_pid=$!
 # required=1: a flagged srun whose step the controller did not register
