@@ -32,7 +32,7 @@ Notifier::~Notifier() {
     calling = calling_;
   }
   wake_.notify_all();
-  if (calling) cancel_commands();  // the controller stops: so does the call
+  if (calling) stop_call_ = true;  // the controller stops: so does the call
   thread_.join();
   if (left > 0)
     log::warn("notify_command: {} notifications not sent: the controller stopped", left);
@@ -93,6 +93,7 @@ void Notifier::run() {
     CommandOptions options;
     options.environment = call.environment;
     options.input = call.input;
+    options.stop = &stop_call_;
     const auto result = run_command(call.argv, kTimeout, options);
     if (result.status == 0) {
       log::info("notify_command: job {} {}: notified {}", event.job_id, event.kind,

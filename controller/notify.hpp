@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -58,6 +59,8 @@ class Notifier {
   std::deque<Event> queue_;
   bool stopping_ = false;
   bool calling_ = false;
+  // Set at destruction: the call under way stops (and only it).
+  std::atomic<bool> stop_call_{false};
   std::size_t dropped_ = 0;
   std::thread thread_;
 };

@@ -251,7 +251,7 @@ CommandResult run_command(const std::vector<std::string>& args, std::chrono::mil
       timed_out = true;
       break;
     }
-    if (g_cancelled.load()) {
+    if (g_cancelled.load() || (options.stop != nullptr && options.stop->load())) {
       cancelled = true;
       break;
     }

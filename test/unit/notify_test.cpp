@@ -88,3 +88,28 @@ TEST_CASE("a notifier runs the program for give_up and requeued only", "[notify]
         "job 12 holds GRES\\x0aand has no spare\n");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a notifier stopped during a call stops that call only, not the process's commands",
+          "[notify]") {
+  char pattern[] = "/tmp/ar-notify-test.XXXXXX";
+  const std::filesystem::path dir = mkdtemp(pattern);
+  const auto program = dir / "notify";
+  const auto started = dir / "started";
+  {
+    std::ofstream script(program);
+    script << "#!/bin/sh\ntouch " << started.string() << "\nexec sleep 60\n";
+  }
+  chmod(program.c_str(), 0755);
+  {
+    ar::Notifier notifier(program);
+    notifier.post(give_up());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!std::filesystem::exists(started) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(std::filesystem::exists(started));
+  }  // stopped while its call runs
+  const auto after = ar::run_command({"/bin/echo", "still runs"}, std::chrono::seconds(10));
+  CHECK(after.error.empty());
+  CHECK(after.output == "still runs\n");
+  std::filesystem::remove_all(dir);
+}

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ struct CommandOptions {
   std::optional<std::vector<std::string>> environment;
   // Its stdin (else /dev/null).
   std::string input;
+  // Once set, the command is stopped as by cancel_commands: this call's
+  // own stop (cancel_commands stops every command of the process).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Runs argv (argv[0] a path, or a name looked up in PATH) with stdin from
