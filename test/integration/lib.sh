@@ -413,14 +413,17 @@ controller_answers() {
 }
 
 # wait_until SECONDS DESCRIPTION CMD...: poll CMD until it succeeds; fail with
-# DESCRIPTION at the deadline.
+# DESCRIPTION at the deadline. Twice a second: a poll that asks Slurm or the
+# controller costs about 45 ms of CPU (scontrol, slurmctld, munged, the
+# shell), and eight tests polling five times a second took most of CI's
+# two cores (docs/testing.md).
 wait_until() {
   local seconds=$1 what=$2
   shift 2
   local deadline=$((SECONDS + seconds))
   until "$@"; do
     ((SECONDS < deadline)) || fail "timed out after ${seconds}s waiting for: $what"
-    nap 0.2
+    nap 0.5
   done
 }
 

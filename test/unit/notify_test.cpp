@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "autoresume/process.hpp"
+
 using Catch::Matchers::Contains;
 
 namespace {
