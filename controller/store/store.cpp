@@ -466,7 +466,14 @@ std::uint64_t Store::used_bytes_locked() {
 
 std::optional<std::pair<std::string, std::string>> Store::over_cap(
     const proto::StepRegistration& step, uid_t uid, std::int64_t now) {
-  if (step.attempt > 0) return std::nullopt;  // the relaunch budget bounds those
+  // A relaunch (the attempt after one decided `relaunch`) is never refused:
+  // the relaunch budget bounds those. Any other attempt number is a
+  // request's word only, and counts as a first attempt.
+  if (step.attempt > 0) {
+    const auto before = find_locked(step.run_id, step.attempt - 1);
+    if (before && before->state == StepState::decided && before->verdict == Verdict::relaunch)
+      return std::nullopt;
+  }
   auto since_hour = [&](const char* sql, std::int64_t key) {
     Statement count(idle_statements_, db_, sql);
     count.bind(1, key).bind(2, now - 3600);

@@ -123,8 +123,9 @@ struct NodeRepair {
 
 // How far users may grow the store (docs/security.md, "Bounds"): the steps
 // one job and one user may register within an hour, and the bytes the
-// store's data may take (0: no bound). A relaunch (attempt > 0) is counted
-// but never refused: the relaunch budget bounds those.
+// store's data may take (0: no bound). A relaunch (the attempt after one
+// decided `relaunch`) is counted but never refused: the relaunch budget
+// bounds those.
 struct StoreCaps {
   unsigned job_steps_per_hour = 0;
   unsigned user_steps_per_hour = 0;
@@ -157,7 +158,8 @@ class Store {
   // nothing.
   // Another run of the same job that is not decided yet makes it `busy`
   // (one protected launch per job at a time), and is copied to `blocking`.
-  // A first attempt past one of the caps is `capped`, with why in `why`
+  // A registration past one of the caps, but a relaunch, is `capped`, with
+  // why in `why`
   // and a `step_refused` event (once an hour for each job, user, or the
   // store's size: refusals must not grow the store themselves).
   Insert register_step(const proto::StepRegistration& step, uid_t uid,

@@ -21,13 +21,15 @@ register_body() {  # JOB_ID -> a register request's body
   printf '{"id":1,"op":"register","job_id":%s,"step_id":0,"run_id":"r-%s","attempt":0,"argv":["srun","x"],"cwd":"/","nodelist":"node1"}' "$1" "$1"
 }
 
-# A flagged step in a batch job registers; its tasks know the run id.
+# A flagged step in a batch job registers with srun's argv and cwd; its
+# tasks know the run id.
 cat >job.sh <<'SCRIPT'
 #!/bin/bash
-srun -N2 --auto-resume=1 printenv AUTO_RESUME_RUN_ID AUTO_RESUME_ATTEMPT > step.out 2> step.err
+srun -N2 --auto-resume=1 bash -c 'printenv AUTO_RESUME_RUN_ID AUTO_RESUME_ATTEMPT; until [ -e finish ]; do sleep 0.2; done' > step.out 2> step.err
 SCRIPT
 job=$(sbatch --parsable -N2 -o job.log job.sh)
-wait_until 30 "job $job to finish" queue_empty
+tasks_printed() { [[ $(wc -l <step.out 2>/dev/null) == 4 ]]; }  # two lines a task
+wait_until 30 "the step's tasks to start" tasks_printed
 assert_not_contains step.err "protection is OFF" "a flagged step with the controller up"
 run_id=$(head -n 1 step.out)
 [[ $run_id == "$job.0-"* ]] || fail "tasks saw AUTO_RESUME_RUN_ID='$run_id'"
@@ -35,8 +37,15 @@ run_id=$(head -n 1 step.out)
 assert_eq "$(json_field "['steps'][0]['run_id']" <status.json)" "$run_id" "registered run id"
 assert_eq "$(json_field "['steps'][0]['job_id']" <status.json)" "$job" "registered job id"
 assert_eq "$(json_field "['steps'][0]['attempt']" <status.json)" 0 "registered attempt"
-assert_eq "$(json_field "['steps'][0]['argv'][-2:]" <status.json)" "['AUTO_RESUME_RUN_ID', 'AUTO_RESUME_ATTEMPT']" "registered argv tail"
+assert_eq "$(json_field "['steps'][0]['argv'][:3]" <status.json)" "['srun', '-N2', '--auto-resume=1']" "registered argv"
+assert_eq "$(json_field "['steps'][0]['argv'][-2]" <status.json)" "-c" "registered argv"
 assert_eq "$(json_field "['steps'][0]['cwd']" <status.json)" "$WORK" "registered cwd"
+touch finish
+wait_until 30 "job $job to finish" queue_empty
+# Decided: of srun's argv the store keeps its program's name alone, and no cwd.
+"$AR_CLI" status --json >status.json
+assert_eq "$(json_field "['steps'][0]['argv']" <status.json)" "['srun']" "a decided step's argv"
+assert_eq "$(json_field "['steps'][0]['cwd']" <status.json)" "" "a decided step's cwd"
 "$AR_CLI" status | grep -q "^$job " || fail "auto-resume status does not list job $job"
 "$AR_CLI" events | grep -q "job $job $run_id registered" || fail "no registered event: $("$AR_CLI" events)"
 

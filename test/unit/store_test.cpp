@@ -576,12 +576,27 @@ TEST_CASE("a job past max_job_steps_per_hour is refused a new step, once said, a
   CHECK(details_of(store, "step_refused") ==
         std::vector<std::string>{"step 7.0 refused: " + why +
                                  "; more refusals for it within the hour are not recorded"});
-  // Another job of the same user, and a relaunch of a run the job has, go on.
+  // Another job of the same user goes on; an attempt number alone (no
+  // relaunch before it: a's attempt 0 was cancelled) is no relaunch.
   CHECK(store.register_step(step(8, "e", 0), 1000) == ar::Store::Insert::created);
-  CHECK(store.register_step(step(7, "a", 1), 1000) == ar::Store::Insert::created);
-  REQUIRE(store.cancel(*store.find("a", 1), "ended"));
+  CHECK(store.register_step(step(7, "a", 1), 1000) == ar::Store::Insert::capped);
   clock.advance(std::chrono::seconds{3601});
   CHECK(store.register_step(step(7, "c", 0), 1000) == ar::Store::Insert::created);
+}
+
+TEST_CASE("a relaunch past the caps is registered, an attempt number without one before it is not",
+          "[store][caps]") {
+  TempDir dir;
+  ar::test::ManualClock clock;
+  ar::Store store(dir.path, clock, {1, 1, 0});
+  REQUIRE(store.register_step(step(7, "r", 0), 1000) == ar::Store::Insert::created);
+  auto decided = *store.find("r", 0);
+  decided.state = ar::StepState::decided;
+  decided.verdict = ar::Verdict::relaunch;
+  REQUIRE(store.save(decided, std::nullopt));
+  CHECK(store.register_step(step(7, "r", 1), 1000) == ar::Store::Insert::created);
+  CHECK(store.register_step(step(7, "r", 3), 1000) == ar::Store::Insert::capped);
+  CHECK(store.register_step(step(8, "x", 1), 1000) == ar::Store::Insert::capped);
 }
 
 TEST_CASE("a user past max_user_steps_per_hour is refused a new step in any job", "[store][caps]") {
@@ -611,8 +626,8 @@ TEST_CASE("a store at max_store_mb refuses new steps and says so once an hour", 
   clock.advance(std::chrono::seconds{3600});
   CHECK(store.register_step(step(8, "b", 0), 1001) == ar::Store::Insert::capped);
   CHECK(details_of(store, "step_refused").size() == 2);
-  // A relaunch of a protected run is never refused.
-  CHECK(store.register_step(step(9, "z", 1), 1000) == ar::Store::Insert::created);
+  // An attempt number with no relaunch before it is no relaunch.
+  CHECK(store.register_step(step(9, "z", 1), 1000) == ar::Store::Insert::capped);
 }
 
 TEST_CASE(
