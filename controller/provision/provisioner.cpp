@@ -193,9 +193,9 @@ void Provisioner::save() {
 }
 
 void Provisioner::write(const std::string& key, std::string what, std::function<void()> call,
-                        std::function<void()> then, int tries) {
+                        std::function<void()> then, bool again) {
   auto& queue = queued_[key];
-  queue.push_back({std::move(what), std::move(call), std::move(then), tries});
+  queue.push_back({std::move(what), std::move(call), std::move(then), again, {}});
   if (queue.size() == 1) start_write(key);
 }
 
@@ -227,15 +227,23 @@ void Provisioner::take_write(const std::string& key) {
   } catch (const std::exception& e) {
     ok = false;
     auto& failed = queue.front();
-    if (--failed.tries > 0) {
-      log::info("{}: {}: {}: trying again", key, failed.what, e.what());
-      start_write(key);
-      return;
+    const auto now = clock_.now();
+    if (failed.again) {
+      if (failed.first_failed == Clock::Steady::time_point{}) failed.first_failed = now;
+      if (now - failed.first_failed < kWriteRetryFor) {
+        if (write_failed_.insert(key + ": " + failed.what).second)
+          log::info("{}: {}: {}: made again until slurmctld takes it (for {} s at most)", key,
+                    failed.what, e.what(), kWriteRetryFor.count());
+        return;  // still first in its queue: take_writes starts it again
+      }
     }
     if (key == kSlurmctld)  // an event too: the admin's include file waits for it
       say_once("include/write", "",
                std::string("the include file's reconfigure: ") + e.what() +
                    " (tried again at the next tick)");
+    else if (failed.again)
+      log::warn("{}: {}: {}: given up after {} s of tries", key, failed.what, e.what(),
+                kWriteRetryFor.count());
     else if (write_failed_.insert(key + ": " + failed.what).second)
       log::warn("{}: {}: {}", key, failed.what, e.what());
   }
@@ -256,9 +264,16 @@ void Provisioner::take_write(const std::string& key) {
 
 void Provisioner::take_writes() {
   for (const auto& key : writes_.finished()) take_write(key);
-  // Queues that wait for room (kMaxWrites), or whose start failed.
-  for (auto it = queued_.begin(); it != queued_.end() && writes_.size() < kMaxWrites; ++it)
-    if (!writes_.has(it->first)) start_write(it->first);
+  // Queues that wait for room (kMaxWrites), whose start failed, or whose
+  // write failed and is made again. (Their keys first: a write that runs at
+  // once, without threads, may end its queue.)
+  std::vector<std::string> waiting;
+  for (const auto& entry : queued_)
+    if (!writes_.has(entry.first)) waiting.push_back(entry.first);
+  for (const auto& key : waiting) {
+    if (writes_.size() >= kMaxWrites) break;
+    if (queued_.contains(key) && !writes_.has(key)) start_write(key);
+  }
 }
 
 void Provisioner::drain(const std::string& node, const std::string& why,
@@ -996,7 +1011,7 @@ void Provisioner::created(provision::Group& group, provision::Slot& slot,
         [this, name, addr = out.node_addr, host = out.node_hostname] {
           slurm_.set_node_address(name, addr, host);
         },
-        {}, kWriteTries);
+        {}, true);
   if (outcome == provision::CreateOutcome::bootstrap) {
     detail = fmt::format("host {}, script {}: {}", name, group.spec.lifecycle_script,
                          file_tail(log_file(group, slot)));
@@ -1233,7 +1248,7 @@ void Provisioner::execute(const provision::Action& action) {
       if (compute)
         write(
             name, "resume", [this, name] { slurm_.resume_node(name); }, std::move(in_service),
-            kWriteTries);
+            true);
       else
         in_service();
       break;

@@ -44,6 +44,10 @@ namespace ar {
 
 class Provisioner {
  public:
+  // How long a NodeAddr or resume that slurmctld refuses is made again
+  // (Write::again).
+  static constexpr std::chrono::seconds kWriteRetryFor{300};
+
   using NodeMap = std::map<std::string, const slurm::NodeInfo*>;
 
   // The reasons its drains carry: every one starts with kReasonPrefix.
@@ -142,22 +146,25 @@ class Provisioner {
     std::string what;  // for the log
     std::function<void()> call;
     std::function<void()> then;
-    int tries = 1;  // a write no stage makes again (NodeAddr, resume): kWriteTries
+    // A write no stage makes again (NodeAddr, resume): made again until it
+    // is in, for kWriteRetryFor at most from its first failure (a slot
+    // whose resume was given up would stay drained).
+    bool again = false;
+    Clock::Steady::time_point first_failed{};
   };
-  static constexpr int kWriteTries = 3;
   // At most this many writes under way at once.
   static constexpr std::size_t kMaxWrites = 16;
   // Queues a write behind the others of `key` (a node, or kSlurmctld for
-  // the reconfigure); one that fails is made again, `tries` in all, each
-  // at the tick after the one before returned.
+  // the reconfigure); with `again`, one that fails is made again as soon as
+  // the tick takes its failure, for kWriteRetryFor at most.
   void write(const std::string& key, std::string what, std::function<void()> call,
-             std::function<void()> then = {}, int tries = 1);
+             std::function<void()> then = {}, bool again = false);
   // Whether `key` has writes queued or under way: its slot's stage waits.
   bool writing(const std::string& key) const { return queued_.contains(key); }
   void start_write(const std::string& key);
-  // Takes the write of `key` if it is in: makes a failed one again while it
-  // has tries left, else says it (once); starts the key's next write, runs
-  // its `then`.
+  // Takes the write of `key` if it is in: makes a failed one again while
+  // it may (`again`), else says it (once); starts the key's next write,
+  // runs its `then`.
   void take_write(const std::string& key);
   // Takes every write that is in, and starts those waiting for room.
   void take_writes();

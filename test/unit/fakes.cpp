@@ -262,6 +262,10 @@ void FakeSlurm::set_node_drain(const std::string& name, const std::string& reaso
 void FakeSlurm::resume_node(const std::string& name) {
   if (name == node_writes_of || node_writes_of == "*") node_writes.pass();
   const auto held = check_reachable();
+  if (refuse_resumes > 0) {
+    --refuse_resumes;
+    throw slurm::SlurmError("Socket timed out on send/recv operation (fake)", 5004);
+  }
   auto& n = node(name);
   n.fail = n.down = n.drain = false;
   n.reason.clear();

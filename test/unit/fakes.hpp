@@ -121,6 +121,9 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::set<std::uint32_t> unlinked_helpers;
   // Nodes for which Slurm refuses an expand helper (SlurmError).
   std::set<std::string> refuse_helpers;
+  // While above 0, resume_node throws SlurmError and counts it down (a
+  // slurmctld too busy to take it).
+  int refuse_resumes = 0;
   // While false, every call throws SlurmError (slurmctld unreachable).
   bool reachable = true;
   LookCalls looks;

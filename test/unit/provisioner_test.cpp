@@ -210,6 +210,32 @@ TEST_CASE("provisioner creates a compute group's node through power saving", "[p
   CHECK(rig.events("instance_created").size() == 1);
 }
 
+TEST_CASE("provisioner makes a slot's resume again until slurmctld takes it", "[provisioner]") {
+  Rig rig;
+  rig.write_group("a", "type=compute\ncount=2\nmax_count=2\npartitions=main\n");
+  rig.add_slots("a-", 2);
+  rig.start();
+  REQUIRE(rig.tick_until(
+      [&] { return rig.phase_is(1, SlotPhase::joining) && rig.phase_is(2, SlotPhase::joining); }));
+  // More refusals in a row than the 3 tries a resume had: the slot stayed
+  // drained for good, its group short of a node.
+  rig.slurm.refuse_resumes = 6;
+  rig.registers("a-1");
+  REQUIRE(rig.tick_until([&] { return rig.slurm.updated("resume a-1"); }));
+  CHECK(rig.slurm.refuse_resumes == 0);
+  CHECK_FALSE(rig.slurm.nodes.at("a-1").drain);
+  // Past kWriteRetryFor of refusals it is given up.
+  rig.slurm.refuse_resumes = 1'000'000;
+  rig.registers("a-2");
+  for (int i = 0; i < 3; ++i) rig.tick();
+  rig.clock.advance(ar::Provisioner::kWriteRetryFor + std::chrono::seconds{1});
+  for (int i = 0; i < 3; ++i) rig.tick();
+  const auto refused = rig.slurm.refuse_resumes;
+  for (int i = 0; i < 3; ++i) rig.tick();
+  CHECK(rig.slurm.refuse_resumes == refused);
+  CHECK_FALSE(rig.slurm.updated("resume a-2"));
+}
+
 TEST_CASE("provisioner powers a failed create's slot down by force", "[provisioner]") {
   const auto [status, kind] = GENERATE(std::pair<int, std::string>{69, "capacity_unavailable"},
                                        std::pair<int, std::string>{75, "create_failed"});
