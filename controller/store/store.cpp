@@ -140,6 +140,9 @@ constexpr const char* kStepColumns =
     "run_id, attempt, job_id, step_id, uid, argv, cwd, nodelist, state, created_at, ended_at,"
     " verdict, message, phase, repair, rowid, created_boot_ms, created_boot_id, ended_boot_ms,"
     " ended_boot_id, min_nodes, hang_timeout, hang_signal";
+// The window the caps on registrations count in, and their refusals are
+// said once in (seconds).
+constexpr std::int64_t kCapWindow = 3600;
 // PRAGMA user_version of the current schema.
 constexpr int kSchemaVersion = 10;
 
@@ -341,15 +344,18 @@ void Store::migrate() {
   // indexes the caps on registrations count with. A decided step keeps its
   // program's name alone (at most 256 bytes; a step's argv is never empty
   // on the wire, for clients of every release).
+  // The one forgetting, by the trigger for each step decided from now on
+  // and once for the rows decided before.
+  constexpr const char* kForget =
+      "UPDATE steps SET argv = json_array(substr(json_extract(argv, '$[0]'), 1, 256)), cwd = ''";
+  constexpr const char* kKept = "(json_array_length(argv) > 1 OR length(argv) > 300 OR cwd != '')";
+  exec(fmt::format("CREATE TRIGGER IF NOT EXISTS decided_steps_forget_argv AFTER UPDATE OF state"
+                   " ON steps WHEN NEW.state = 'decided' BEGIN {} WHERE run_id = NEW.run_id AND"
+                   " attempt = NEW.attempt AND {}; END;"
+                   "{} WHERE state = 'decided' AND {};",
+                   kForget, kKept, kForget, kKept)
+           .c_str());
   exec(
-      "CREATE TRIGGER IF NOT EXISTS decided_steps_forget_argv AFTER UPDATE OF state ON steps"
-      " WHEN NEW.state = 'decided' AND (json_array_length(NEW.argv) > 1 OR"
-      " length(NEW.argv) > 300 OR NEW.cwd != '') BEGIN"
-      " UPDATE steps SET argv = json_array(substr(json_extract(NEW.argv, '$[0]'), 1, 256)),"
-      " cwd = '' WHERE run_id = NEW.run_id AND attempt = NEW.attempt; END;"
-      "UPDATE steps SET argv = json_array(substr(json_extract(argv, '$[0]'), 1, 256)), cwd = ''"
-      " WHERE state = 'decided' AND (json_array_length(argv) > 1 OR length(argv) > 300 OR"
-      " cwd != '');"
       "CREATE INDEX IF NOT EXISTS steps_job_created ON steps (job_id, created_at);"
       "CREATE INDEX IF NOT EXISTS steps_uid_created ON steps (uid, created_at);");
   exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
@@ -476,7 +482,7 @@ std::optional<std::pair<std::string, std::string>> Store::over_cap(
   }
   auto since_hour = [&](const char* sql, std::int64_t key) {
     Statement count(idle_statements_, db_, sql);
-    count.bind(1, key).bind(2, now - 3600);
+    count.bind(1, key).bind(2, now - kCapWindow);
     count.step();
     return count.integer(0);
   };
@@ -515,12 +521,13 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
   std::lock_guard lock(mutex_);
   return transaction([&] {
     if (find_locked(step.run_id, step.attempt)) return Insert::duplicate;
-    if (const auto over = over_cap(step, uid, clock_.unix_now())) {
+    const auto stamp = clock_.stamp();
+    const auto now = stamp.wall;
+    if (const auto over = over_cap(step, uid, now)) {
       if (why != nullptr) *why = over->second;
-      const auto now = clock_.unix_now();
       // Once an hour a cause: a refusal's event must not grow the store.
       if (refusals_said_.size() > 10'000) refusals_said_.clear();
-      if (auto& said = refusals_said_[over->first]; said == 0 || now - said >= 3600) {
+      if (auto& said = refusals_said_[over->first]; said == 0 || now - said >= kCapWindow) {
         said = now;
         StoredStep refused;
         refused.step = step;
@@ -543,8 +550,6 @@ Store::Insert Store::register_step(const proto::StepRegistration& step, uid_t ui
       if (blocking != nullptr) *blocking = read_step(other);
       return Insert::busy;
     }
-    const auto stamp = clock_.stamp();
-    const auto now = stamp.wall;
     Statement insert(idle_statements_, db_,
                      "INSERT INTO steps (run_id, attempt, job_id, step_id, uid, argv, cwd,"
                      " nodelist, state, created_at, updated_at, created_boot_ms, created_boot_id,"
