@@ -84,9 +84,10 @@ _watchdog_pid=$!
 # once): a test killed outright (ctest's TIMEOUT sends SIGKILL, which no
 # trap sees) still has its controller and cluster stopped once it is gone,
 # instead of loading every test that runs after it. After a clean exit
-# there is nothing left for it to stop.
+# there is nothing left for it to stop. It waits in one tail (which looks
+# once a second), not a sleep started every second.
 # shellcheck disable=SC2016 # expanded by the reaper
-setsid -f bash -c 'while kill -0 "$0" 2>/dev/null; do sleep 1; done
+setsid -f bash -c 'tail --pid="$0" -f /dev/null
   pid=$(cat "$1/controller.pid" 2>/dev/null) &&  # still this test'"'"'s controller
     grep -qaF "$1/auto-resumed.conf" "/proc/$pid/cmdline" 2>/dev/null && kill -TERM "$pid"
   if [[ -f $2/cluster.env ]]; then "$3" down "$2" >/dev/null 2>&1; fi' \
@@ -324,6 +325,14 @@ CONF
   wait_until 20 "auto-resumed to answer (log: $WORK/controller.log)" controller_answers
   set_plugstack "controller=$AUTO_RESUME_CONTROLLER $*"
 }
+# _alive PID: PID is a live process (not a zombie), read from /proc with no
+# process started.
+_alive() {
+  local stat
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
+  stat=${stat##*) }
+  [[ $stat != Z* ]]
+}
 # _controller_gone PID: SIGTERM to the controller, and its end awaited (at
 # most 30 s): it ends its provider calls as it stops, so that none starts a
 # node's slurmd after the cluster went down (a slurmd left running loads
@@ -331,7 +340,7 @@ CONF
 _controller_gone() {
   kill -TERM "$1" 2>/dev/null || return 0
   local deadline=$((SECONDS + 30))
-  while kill -0 "$1" 2>/dev/null && [[ $(ps -o stat= -p "$1") != Z* ]] && ((SECONDS < deadline)); do
+  while _alive "$1" && ((SECONDS < deadline)); do
     nap 0.1
   done
 }
@@ -413,17 +422,20 @@ controller_answers() {
 }
 
 # wait_until SECONDS DESCRIPTION CMD...: poll CMD until it succeeds; fail with
-# DESCRIPTION at the deadline. Twice a second: a poll that asks Slurm or the
-# controller costs about 45 ms of CPU (scontrol, slurmctld, munged, the
-# shell), and eight tests polling five times a second took most of CI's
-# two cores (docs/testing.md).
+# DESCRIPTION at the deadline. The first look again after 0.25 s, each next
+# 0.25 s later than the one before, then once a second: a poll that asks
+# Slurm or the controller costs about 45 ms of CPU (scontrol, slurmctld,
+# munged, the shell), and eight tests polling five times a second took most
+# of CI's two cores (docs/testing.md); a wait of seconds looks about once a
+# second.
 wait_until() {
-  local seconds=$1 what=$2
+  local seconds=$1 what=$2 pause=25
   shift 2
   local deadline=$((SECONDS + seconds))
   until "$@"; do
     ((SECONDS < deadline)) || fail "timed out after ${seconds}s waiting for: $what"
-    nap 0.5
+    nap "$((pause / 100)).$((pause % 100 / 10))$((pause % 10))"
+    ((pause >= 100)) || pause=$((pause + 25))
   done
 }
 
