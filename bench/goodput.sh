@@ -102,9 +102,6 @@ for program in "$agent" "$cli" "$healthcheck"; do
   [[ -x $program ]] || { echo "goodput: build first (no $program)" >&2; exit 1; }
 done
 entry=$repo/examples/train_auto_resume.sh
-fail() { echo "goodput: $*" >&2; exit 1; }
-exec {nap_fd}<> <(:)
-nap() { read -rt "$1" -u "$nap_fd" || true; }
 epoch() { date +%s.%N; }
 # The bench's own processes for the job (an sbatch, a reboot) are all
 # waited on; the cluster's go down with it (lib.sh's cleanup).

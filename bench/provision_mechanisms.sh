@@ -37,30 +37,10 @@ for m in $mechanisms; do
 done
 wanted() { [[ " $mechanisms " == *" $1 "* ]]; }
 
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-cluster_cmd=$repo/scripts/cluster
-dir=$(mktemp -d /tmp/ar-bench.XXXXXX)
-chmod 755 "$dir"
-trap '"$cluster_cmd" down "$dir/c" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-# A signal ends the benchmark through its exit trap (a smoke run's timeout
-# sends SIGTERM), which takes the cluster down.
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.2f", b - a}'; }
-median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-fail() { echo "provision_mechanisms: $*" >&2; exit 1; }
-# wait_for SECONDS WHAT CMD...: poll CMD until it succeeds, or fail.
-wait_for() {
-  local secs=$1 deadline=$(($(date +%s) + $1)) what=$2
-  shift 2
-  until "$@"; do
-    (($(date +%s) <= deadline)) || fail "timed out after $secs s waiting for: $what ($(show slot1))"
-    sleep 0.05
-  done
-}
+NAME=provision_mechanisms no_build=1 wait_poll=0.05  # its waits are timed
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_state() { show slot1; }
 row() { printf '%-7s %-44s %s\n' "$1" "$2" "$3"; }
 yes_no() { if "$@"; then echo yes; else echo no; fi; }
 
@@ -121,7 +101,7 @@ sleep_reason=$(squeue -h -j "$job" -o %R)
 row cloud "3-node job pends; its reason names the slot" "$(yes_no grep -q slot1 <<<"$sleep_reason")"
 t=$(now)
 restart_ctld
-row cloud "slurmctld restart (s)" "$(since "$t")"
+row cloud "slurmctld restart (s)" "$(since "$t" 2)"
 hidden slot1 || fail "the slot shows after a restart"
 
 # provision: address, POWER_UP, wait for POWERING_UP, the instance, release.
@@ -132,7 +112,7 @@ for ((r = 1; r <= runs; r++)); do
   scontrol update nodename=slot1 state=power_up
   wait_for 15 "slot1 POWERING_UP" state_has slot1 POWERING_UP
   powering_up=$(date +%s)
-  ups+=("$(since "$t")")
+  ups+=("$(since "$t" 2)")
   if ((r == 1)); then
     row cloud "drain kept across the restart (seen powering up)" "$(yes_no state_has slot1 DRAIN)"
     row cloud "Reason kept by POWER_UP" "$(yes_no reason_is slot1 unprovisioned)"
@@ -141,7 +121,7 @@ for ((r = 1; r <= runs; r++)); do
   scontrol update nodename=slot1 state=drain reason=provisioning
   boot_slot
   wait_for 15 "slot1 registered (drained, not powering up)" state_is slot1 IDLE+CLOUD+DRAIN
-  regs+=("$(since "$t")")
+  regs+=("$(since "$t" 2)")
   if ((r == 1)); then
     scontrol reconfigure
     row cloud "registered slot: drain+Reason across a reconfigure" "$(yes_no held_for slot1 provisioning)"
@@ -150,7 +130,7 @@ for ((r = 1; r <= runs; r++)); do
   scontrol update nodename=slot1 state=resume
   if ((r == 1)); then
     wait_for 20 "job $job running" job_is "$job" RUNNING
-    starts+=("$(since "$t")")
+    starts+=("$(since "$t" 2)")
     wait_for 20 "job $job done" job_done "$job"
     [[ $(job_state "$job") == COMPLETED ]] || fail "job $job: $(job_state "$job"): $(cat "$dir/job.out")"
     row cloud "step across node1,node2,slot1 (file: unresolvable)" "$(yes_no step_spans "$dir/job.out")"
@@ -173,7 +153,7 @@ for ((r = 1; r <= runs; r++)); do
   fi
   scontrol update nodename=slot1 state=drain reason=unprovisioned
   wait_for 15 "slot1 hidden" hidden slot1
-  downs+=("$(since "$t")")
+  downs+=("$(since "$t" 2)")
 done
 row cloud "POWER_UP to POWERING_UP (s, median)" "$(median "${ups[@]}")"
 row cloud "slurmd start to registered, drained (s, median)" "$(median "${regs[@]}")"
@@ -185,7 +165,7 @@ t=$(now)
 scontrol update nodename=slot1 state=power_up
 wait_for 15 "slot1 POWERING_UP" state_has slot1 POWERING_UP
 wait_for 30 "slot1 hidden again (ResumeTimeout)" hidden slot1
-row cloud "no instance: hidden again after (s; ResumeTimeout 10)" "$(since "$t")"
+row cloud "no instance: hidden again after (s; ResumeTimeout 10)" "$(since "$t" 2)"
 # Its state, seen by name once powered up again: DOWN, the drain gone.
 scontrol update nodename=slot1 state=power_up
 wait_for 15 "slot1 POWERING_UP" state_has slot1 POWERING_UP
@@ -212,7 +192,7 @@ t=$(now)
   --conf-line "NodeName=slot2 NodeHostname=$host NodeAddr=127.0.1.2 Port=$slot2_port CPUs=2 State=FUTURE" \
   --conf-line "NodeName=slot3 NodeHostname=$host NodeAddr=127.0.1.3 Port=$slot3_port CPUs=2 State=UNKNOWN" \
   --conf-line 'PartitionName=prov Nodes=node[1-2],slot[1-3]' >/dev/null
-row future "cluster up, one NodeAddr unresolvable (s)" "$(since "$t")"
+row future "cluster up, one NodeAddr unresolvable (s)" "$(since "$t" 2)"
 eval "$("$cluster_cmd" env "$dir/c")"
 row future "FUTURE slot hidden (sinfo, show node)" "$(yes_no hidden slot2)"
 row future "write-ahead (UNKNOWN) slot listed in sinfo" "$(yes_no listed slot3)"
@@ -220,7 +200,7 @@ row future "unresolvable slot shown (sinfo, show node)" "$(yes_no shown slot1)"
 scontrol update nodename=slot3 state=drain reason=unprovisioned
 t=$(now)
 restart_ctld
-row future "slurmctld restart, one NodeAddr unresolvable (s)" "$(since "$t")"
+row future "slurmctld restart, one NodeAddr unresolvable (s)" "$(since "$t" 2)"
 row future "write-ahead slot: drain+Reason across the restart" "$(yes_no reason_is slot3 unprovisioned)"
 scontrol update nodename=slot1 nodeaddr=127.0.1.1 nodehostname="$host"
 "$cluster_cmd" start-slot "$dir/c" slot1 >/dev/null
@@ -228,7 +208,7 @@ scontrol update nodename=slot1 nodeaddr=127.0.1.1 nodehostname="$host"
 t=$(now)
 rc=0
 timeout 60 srun -N3 -w node1,node2,slot1 -p prov -l printenv SLURMD_NODENAME >"$dir/step3.out" 2>&1 || rc=$?
-row future "step across node1,node2,slot1 (nodeaddr by scontrol)" "$(yes_no step_spans "$dir/step3.out") (srun exit $rc after $(since "$t") s)"
+row future "step across node1,node2,slot1 (nodeaddr by scontrol)" "$(yes_no step_spans "$dir/step3.out") (srun exit $rc after $(since "$t" 2) s)"
 if grep -q "Can't find an address" "$dir/step3.out"; then
   row future "srun's error" "Can't find an address, check slurm.conf"
 fi

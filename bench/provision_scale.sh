@@ -58,17 +58,11 @@ bench_cleanup() {
 }
 cli=$build/cli/auto-resume
 [[ -x $cli ]] || { echo "provision_scale: build first (no $cli)" >&2; exit 1; }
-fail() { echo "provision_scale: $*" >&2; exit 1; }
-# wait_for SECONDS WHAT CMD...: poll CMD until it succeeds, or fail.
-wait_for() {
-  local secs=$1 deadline=$((SECONDS + $1)) what=$2
-  shift 2
-  until "$@"; do
-    kill -0 "$controller_pid" 2>/dev/null || fail "auto-resumed exited: $(tail -n 5 "$dir/auto-resumed.log")"
-    ((SECONDS < deadline)) ||
-      fail "no $what within $secs s; g's nodes: $(sinfo -h -N -p pg -o '%T %E' 2>&1 | sort | uniq -c | paste -sd';'); controller log: $(tail -n 5 "$dir/auto-resumed.log")"
-    sleep 0.2
-  done
+bench_alive() {
+  kill -0 "$controller_pid" 2>/dev/null || fail "auto-resumed exited: $(tail -n 5 "$dir/auto-resumed.log")"
+}
+bench_state() {
+  echo "g's nodes: $(sinfo -h -N -p pg -o '%T %E' 2>&1 | sort | uniq -c | paste -sd';'); controller log: $(tail -n 5 "$dir/auto-resumed.log")"
 }
 
 max=0

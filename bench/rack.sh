@@ -38,7 +38,6 @@ nodes=$(((jobs + 1) * (job_nodes + 1)))
 NAME=rack
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-fail() { echo "rack: $*" >&2; exit 1; }
 
 # Many faults at once on a small cluster: the guard rails' limits are not
 # what this measures. Accounting: Slurm 22.05 refuses every update of a

@@ -81,7 +81,6 @@ sleep 600
 SCRIPT
 chmod +x "$dir/step.sh"
 
-fail() { echo "resume_vs_native: $*" >&2; exit 1; }
 
 # case_setup FAULT SIZE: sets nodes (the cluster's), up_opts (more options
 # of scripts/cluster up), job_opts (sbatch's), step_opts (srun's) and tasks

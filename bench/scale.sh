@@ -51,7 +51,6 @@ done
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 load=$build/bench/ar-heartbeat-load
 [[ -x $load ]] || { echo "scale: build first (no $load)" >&2; exit 1; }
-fail() { echo "scale: $*" >&2; exit 1; }
 load_pid=""
 bench_cleanup() {
   [[ -z $load_pid ]] || kill "$load_pid" 2>/dev/null || true

@@ -164,20 +164,9 @@ void Gate::change(const Store::GuardChanges& changes, EventKind kind, uid_t by,
   log::audit({by, std::string(ar::name_of(kind)), ""}, ar::name_of(kind), detail);
 }
 
-bool Gate::first_time(const std::string& key, const std::string& episode) {
-  // Bounded: a subject whose episode never settles (a step decided
-  // meanwhile) is forgotten with the rest, and said again at worst.
-  constexpr std::size_t kMaxSaid = 10'000;
-  if (said_.size() >= kMaxSaid) said_.clear();
-  const auto [it, added] = said_.try_emplace(key, episode);
-  if (!added && it->second == episode) return false;
-  it->second = episode;
-  return true;
-}
-
 void Gate::would(const StoredStep& step, const std::string& episode, const std::string& what) {
   std::lock_guard lock(mutex_);
-  if (!first_time(step_key(step), episode)) return;
+  if (!said_.say(step_key(step), episode)) return;
   const auto why = held_locked().value_or("observe");
   log::info("{}: would {} (job {}, run {})", why, what, step.step.job_id,
             printable(step.step.run_id));
@@ -186,7 +175,7 @@ void Gate::would(const StoredStep& step, const std::string& episode, const std::
 
 void Gate::would(const std::string& scope, const std::string& node, const std::string& what) {
   std::lock_guard lock(mutex_);
-  if (!first_time(scope + " " + node, what)) return;
+  if (!said_.say(scope + " " + node, what)) return;
   const auto why = held_locked().value_or("observe");
   log::info("{}: would {}", why, what);
   store_.add_node_event(node, {EventKind::would, fmt::format("{}: would {}", why, what)});
@@ -195,14 +184,14 @@ void Gate::would(const std::string& scope, const std::string& node, const std::s
 void Gate::settle(const std::string& scope, const std::set<std::string>& current) {
   std::lock_guard lock(mutex_);
   const auto prefix = scope + " ";
-  std::erase_if(said_, [&](const auto& entry) {
-    return entry.first.starts_with(prefix) && !current.contains(entry.first.substr(prefix.size()));
+  said_.forget_if([&](const std::string& key) {
+    return key.starts_with(prefix) && !current.contains(key.substr(prefix.size()));
   });
 }
 
 void Gate::settle(const StoredStep& step) {
   std::lock_guard lock(mutex_);
-  said_.erase(step_key(step));
+  said_.forget(step_key(step));
 }
 
 void Gate::set_cluster_size(std::size_t nodes) {

@@ -35,6 +35,7 @@
 #include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/protocol.hpp"
+#include "said_once.hpp"
 #include "store/store.hpp"
 
 namespace ar {
@@ -118,8 +119,6 @@ class Gate {
   std::uint32_t counted(Counted kind);
   unsigned limit(Counted kind) const;
   void trip(Counted kind, std::uint32_t done, const std::vector<std::string>& nodes);
-  // Whether `episode` of `key` is new (it is then remembered).
-  bool first_time(const std::string& key, const std::string& episode);
   // A change of the pause or the breaker: stored with its event, said in the
   // audit log; every episode starts again.
   void change(const Store::GuardChanges& changes, EventKind kind, uid_t by,
@@ -131,7 +130,8 @@ class Gate {
   std::mutex mutex_;                          // the engine's thread and the server's workers
   std::map<std::string, proto::json> flags_;  // as stored: paused, tripped
   std::size_t nodes_ = 0;
-  std::map<std::string, std::string> said_;  // subject -> the episode said for it
+  SaidOnce said_{10'000};  // subject -> the episode said for it (a step decided
+                           // meanwhile never settles: bounded)
 };
 
 }  // namespace ar

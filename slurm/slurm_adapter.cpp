@@ -223,12 +223,6 @@ std::map<std::string, std::vector<std::string>> reservations() {
   return out;
 }
 
-std::vector<std::string> partition_nodes(const std::string& partition) {
-  auto all = partitions();
-  const auto it = all.find(partition);
-  return it == all.end() ? std::vector<std::string>{} : std::move(it->second);
-}
-
 namespace {
 void update_node(const std::string& node, std::uint32_t state, const std::string& reason) {
   update_node_msg_t msg;

@@ -19,8 +19,6 @@
 
 namespace ar::slurm {
 
-// The nodes of a partition (empty if there is no such partition).
-std::vector<std::string> partition_nodes(const std::string& partition);
 // Every partition, with its nodes.
 std::map<std::string, std::vector<std::string>> partitions();
 // The reservations active now, with their nodes.

@@ -95,12 +95,7 @@ constexpr std::array<std::string_view, 3> kIncludeKeys = {"slurm_conf", "slurmct
 // A command line split on blanks; the program is an absolute path.
 std::vector<std::string> parse_words(const std::string& key, std::string_view value) {
   std::vector<std::string> words;
-  std::size_t start = 0;
-  while (start < value.size()) {
-    const auto end = std::min(value.find_first_of(" \t", start), value.size());
-    if (end > start) words.emplace_back(value.substr(start, end - start));
-    start = end + 1;
-  }
+  for (const auto word : blank_split(value)) words.emplace_back(word);
   if (words.empty()) throw ConfigError(key + " is empty");
   parse_absolute_path(key, words.front());
   return words;
@@ -118,12 +113,8 @@ std::vector<std::string> parse_command(const std::string& key, std::string_view 
 // heartbeat_bind: blank-separated NODES=ADDRESS[/PREFIX] entries.
 std::vector<HeartbeatBind> parse_heartbeat_bind(const std::string& key, std::string_view value) {
   std::vector<HeartbeatBind> binds;
-  std::size_t start = 0;
-  while (start < value.size()) {
-    const auto end = std::min(value.find_first_of(" \t", start), value.size());
-    const auto entry = std::string(value.substr(start, end - start));
-    start = end + 1;
-    if (entry.empty()) continue;
+  for (const auto word : blank_split(value)) {
+    const auto entry = std::string(word);
     const auto bad = [&](const std::string& why) {
       return ConfigError(key + " entry '" + entry + "' " + why +
                          " (write NODES=ADDRESS or NODES=ADDRESS/PREFIX, e.g. "

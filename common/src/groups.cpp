@@ -73,12 +73,7 @@ std::string parse_node_conf(std::string_view value) {
                   "at most " + std::to_string(GroupSpec::kMaxNodeConf) + " bytes");
   std::vector<std::string> out;
   std::set<std::string> seen;
-  std::size_t start = 0;
-  while (start < value.size()) {
-    const auto end = std::min(value.find_first_of(" \t", start), value.size());
-    if (end > start) out.push_back(node_attribute(value.substr(start, end - start), seen));
-    start = end + 1;
-  }
+  for (const auto token : blank_split(value)) out.push_back(node_attribute(token, seen));
   return join(out, " ");
 }
 

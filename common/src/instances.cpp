@@ -68,12 +68,7 @@ std::vector<ListedInstance> parse_list_output(std::string_view output) {
   std::vector<ListedInstance> out;
   for_lines(output, [&](std::string_view line) {
     ListedInstance item;
-    std::size_t start = 0;
-    while (start < line.size()) {
-      const auto end = std::min(line.find_first_of(" \t", start), line.size());
-      const auto pair = line.substr(start, end - start);
-      start = end + 1;
-      if (pair.empty()) continue;
+    for (const auto pair : blank_split(line)) {
       const auto eq = pair.find('=');
       const auto key = pair.substr(0, std::min(eq, pair.size()));
       if (key == "token") item.token = checked("token", pair.substr(eq + 1), id_char, 300);

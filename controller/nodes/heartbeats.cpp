@@ -114,7 +114,7 @@ bool NodeKeeper::check_origin(const std::string& node, const std::string& peer, 
     // Named for the first few nodes only (a benchmark's thousands would
     // fill the log).
     constexpr std::size_t kLoopbackNamed = 3;
-    if (loopback_said_.insert(node).second && loopback_said_.size() <= kLoopbackNamed + 1)
+    if (loopback_said_.say(node) && loopback_said_.size() <= kLoopbackNamed + 1)
       log::warn(
           "heartbeats: {} is heard over loopback ({}): its agent runs on the controller's host, "
           "where any local process may send from that address (fine for a local test "
@@ -243,7 +243,7 @@ void NodeKeeper::watch_heartbeats(const NodeMap& nodes) {
   };
   const auto is_silent = in(silent);
   const auto is_armed = in(armed);
-  std::erase_if(late_said_, [&](const std::string& n) { return !is_silent(n); });
+  late_said_.forget_if([&](const std::string& n) { return !is_silent(n); });
   gate_.settle("heartbeat", {silent.begin(), silent.end()});
   std::erase_if(probed_, [&](const auto& entry) { return !is_armed(entry.first); });
   for (auto it = cross_checking_.begin(); it != cross_checking_.end();) {
@@ -317,7 +317,7 @@ void NodeKeeper::take_deep_probe(const std::vector<std::string>& armed) {
       if (round.results.at(i) == ProbeResult::unknown) continue;    // the prober's own failure
       if (round.results.at(i) == ProbeResult::answered) {
         // Before the deadline: looked at again once it is silent.
-        if (age > timeout && late_said_.insert(node).second)
+        if (age > timeout && late_said_.say(node))
           store_.add_node_event(
               node, {EventKind::heartbeat_late,
                      fmt::format("no heartbeat from {} for {:.0f} s, but its slurmd answers: not "
@@ -359,7 +359,7 @@ void NodeKeeper::settle_cross_checks() {
       continue;
     }
     if (check.view == PeerView::disputed) {
-      if (late_said_.insert(node).second)
+      if (late_said_.say(node))
         store_.add_node_event(
             node, {EventKind::heartbeat_late,
                    fmt::format("no heartbeat from {} for {:.0f} s and the controller cannot reach "
@@ -401,14 +401,11 @@ bool NodeKeeper::mark_unheard(const std::string& node, double age, const std::st
     reason = outcome->get();
   } catch (const std::exception& e) {
     // Said once while it fails the same way (slurmctld away: tried at each look).
-    if (auto& said = errors_said_[key]; said != e.what()) {
-      said = e.what();
-      log::warn("{}: cannot mark it FAIL: {}", node, e.what());
-    }
+    if (errors_said_.say(key, e.what())) log::warn("{}: cannot mark it FAIL: {}", node, e.what());
     gate_.settled(Gate::Counted::mark, {node});  // not done: it counts when it is
     return false;
   }
-  errors_said_.erase(key);
+  errors_said_.forget(key);
   {
     std::lock_guard lock(mutex_);
     heard_.erase(node);  // watched again once its agent is heard again

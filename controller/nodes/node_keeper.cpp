@@ -188,12 +188,9 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
   auto guarded = [this](const char* what, const auto& part) {
     try {
       part();
-      if (errors_said_.erase(what) > 0) log::info("{}: working again", what);
+      if (errors_said_.forget(what)) log::info("{}: working again", what);
     } catch (const std::exception& e) {
-      if (auto& said = errors_said_[what]; said != e.what()) {
-        said = e.what();
-        log::warn("{}: {}", what, e.what());
-      }
+      if (errors_said_.say(what, e.what())) log::warn("{}: {}", what, e.what());
     }
   };
   guarded("heartbeats", [&] { watch_heartbeats(nodes); });
@@ -219,13 +216,12 @@ void NodeKeeper::tick(const NodeMap& nodes, const std::set<std::string>& protect
       advance(repair, nodes, protected_nodes);
       replacing_ = replacing_ || repair.state == NodeRepairState::replacing ||
                    repair.state == NodeRepairState::returning;
-      errors_said_.erase("replacement of " + repair.node);
+      errors_said_.forget("replacement of " + repair.node);
     } catch (const std::exception& e) {
       // Asked again at the next tick; said once while it persists, also
       // when the store cannot take it.
-      if (auto& said = errors_said_["replacement of " + repair.node];
-          repair.detail != e.what() && said != e.what()) {
-        said = e.what();
+      if (repair.detail != e.what() &&
+          errors_said_.say("replacement of " + repair.node, e.what())) {
         repair.detail = e.what();
         try {
           save(repair, EventKind::error, e.what());
@@ -280,12 +276,12 @@ void NodeKeeper::find_new(const NodeMap& nodes) {
   for (const auto& [name, node] : nodes) {
     if (old_mark(name, *node)) continue;
     if (!wants_replacement(*node) || elsewhere(name)) {
-      no_provider_said_.erase(name);
+      no_provider_said_.forget(name);
       continue;
     }
     if (store_.node_repair(name)) continue;
     if (!can_replace(config_)) {
-      if (no_provider_said_.insert(name).second)
+      if (no_provider_said_.say(name))
         store_.add_node_event(
             name, {EventKind::no_provider,
                    fmt::format("{} is marked for replacement ({}), but provider={} cannot replace "

@@ -55,6 +55,7 @@
 #include "log.hpp"
 #include "nodes/origin.hpp"
 #include "nodes/probe.hpp"
+#include "said_once.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
 
@@ -342,7 +343,7 @@ class NodeKeeper {
     Steady::time_point at;
   };
   std::map<std::string, Lookup> lookups_;  // name -> its addresses
-  std::set<std::string> loopback_said_;    // nodes heard over loopback, said once
+  SaidOnce loopback_said_;                 // nodes heard over loopback, said once
 
   // Cross-checks under way (under mutex_): suspect -> who was asked, and
   // what they found since.
@@ -360,8 +361,8 @@ class NodeKeeper {
                                        std::span<const std::string> near);
 
   Steady::time_point last_tick_{};
-  bool crowd_said_ = false;          // the many-silent event of this episode is out
-  std::set<std::string> late_said_;  // nodes whose "late but answering" is out
+  bool crowd_said_ = false;  // the many-silent event of this episode is out
+  SaidOnce late_said_;       // nodes whose "late but answering" is out
   // Silent nodes whose slurmd did not answer the deep probe either, while
   // other nodes' agents cross-check them.
   std::map<std::string, double> cross_checking_;  // node -> heartbeat age at the probe
@@ -372,7 +373,7 @@ class NodeKeeper {
   bool replacing_ = false;                                        // replacing()
   Steady::time_point nodes_read_at_ = Steady::time_point::max();  // this tick's (tick)
   bool stale_for_repair_ = false;  // a replacement waits for a newer node list
-  std::set<std::string> no_provider_said_;
+  SaidOnce no_provider_said_;
   std::map<std::string, std::future<std::string>> calls_;  // provider calls in flight
   std::vector<std::future<std::string>> orphans_;          // calls of dropped replacements
   // The last deep probe of an armed node, and whether it came before the
@@ -386,8 +387,8 @@ class NodeKeeper {
   Steady::time_point partitions_read_{};
   // The last error said per tick part ("heartbeats", "replacements",
   // "spares") and per replaced node, while it persists.
-  std::map<std::string, std::string> errors_said_;
-  std::set<std::string> short_said_;  // partitions whose "no idle node for a spare" is out
+  SaidOnce errors_said_;
+  SaidOnce short_said_;  // partitions whose "no idle node for a spare" is out
   // Last: their threads end before what they use goes.
   Calls<std::string> writes_{nullptr};  // by "WHAT NODE"
   Calls<DeepRound> deep_probes_{nullptr};

@@ -84,7 +84,7 @@ void NodeKeeper::keep_spares(const NodeMap& nodes, const std::set<std::string>& 
         break;
       }
       if (pick == nullptr) {
-        if (short_said_.insert(partition).second)
+        if (short_said_.say(partition))
           store_.add_node_event("",
                                 {EventKind::spares_short,
                                  fmt::format("partition {} has {} of {} spares and no idle node "
@@ -92,7 +92,7 @@ void NodeKeeper::keep_spares(const NodeMap& nodes, const std::set<std::string>& 
                                              partition, have, config_.spares)});
         break;
       }
-      short_said_.erase(partition);
+      short_said_.forget(partition);
       if (gate_.held()) {
         gate_.would("spare", pick->name,
                     fmt::format("drain {} as a spare of partition {}", pick->name, partition));

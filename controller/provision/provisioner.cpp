@@ -362,13 +362,13 @@ std::string Provisioner::reload_groups(bool act) {
                "slurm_conf_include (the group keeps max_count " +
                    std::to_string(group.spec.max_count) + ")");
     } else {
-      said_.erase(group.spec.name + "/slots");
+      said_.forget(group.spec.name + "/slots");
     }
     if (spec.count != group.spec.count || spec.min_count != group.spec.min_count) {
       try {
         add({provision::start_operation(cluster_, group, spec.count, spec.min_count, now())});
         plan_after_now();
-        said_.erase(group.spec.name + "/count");
+        said_.forget(group.spec.name + "/count");
       } catch (const ConfigError& e) {
         say_once(group.spec.name + "/count", spec.name, e.what());
         continue;  // the operation before goes on
@@ -412,7 +412,31 @@ std::filesystem::path Provisioner::slurm_conf_path() const {
   return "/etc/slurm/slurm.conf";
 }
 
-include::AdminConf Provisioner::read_admin_conf() const {
+namespace {
+// `path`'s modification time and size; nullopt if it cannot be read.
+std::optional<std::pair<std::filesystem::file_time_type, std::uintmax_t>> file_stamp(
+    const std::filesystem::path& path) {
+  std::error_code error;
+  const auto time = std::filesystem::last_write_time(path, error);
+  if (error) return std::nullopt;
+  const auto size = std::filesystem::file_size(path, error);
+  if (error) return std::nullopt;
+  return std::pair{time, size};
+}
+}  // namespace
+
+include::AdminConf Provisioner::read_admin_conf() {
+  if (admin_conf_ && std::ranges::all_of(admin_conf_->files, [](const auto& file) {
+        return file_stamp(file.first) == file.second;
+      }))
+    return admin_conf_->conf;
+  AdminConfRead read;
+  // Each file's stamp is taken before it is read: a change while it is
+  // read shows at the next look.
+  const auto read_file = [&read](const std::filesystem::path& path) {
+    read.files.emplace_back(path, file_stamp(path));
+    return read_text(path);
+  };
   include::AdminConf conf;
   const auto main_file = slurm_conf_path();
   const auto folder = main_file.parent_path();
@@ -425,7 +449,7 @@ include::AdminConf Provisioner::read_admin_conf() const {
   bool ours_included = false;
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (i > 64) throw ConfigError(main_file.string() + ": more than 64 included files");
-    const auto text = read_text(files[i]);
+    const auto text = read_file(files[i]);
     if (!text) throw ConfigError("cannot read " + files[i].string() + ": no such file");
     const auto first = conf.includes.size();
     include::scan_slurm_conf(*text, conf);
@@ -442,11 +466,13 @@ include::AdminConf Provisioner::read_admin_conf() const {
     throw ConfigError(main_file.string() + " has no 'Include " +
                       settings_.slurm_conf_include.string() +
                       "' line: add it once (the controller writes that file, nothing else)");
-  if (const auto gres = read_text(folder / "gres.conf"))
+  if (const auto gres = read_file(folder / "gres.conf"))
     conf.gres_lines = include::gres_conf_nodes(*gres);
   if (conf.topology_tree)
-    if (const auto topology = read_text(folder / "topology.conf"))
+    if (const auto topology = read_file(folder / "topology.conf"))
       conf.switch_nodes = include::topology_nodes(*topology);
+  read.conf = conf;
+  admin_conf_ = std::move(read);
   return conf;
 }
 
@@ -495,8 +521,7 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
   try {
     const auto admin = read_admin_conf();
     // Said once a run: other hosts cannot be checked from here.
-    if (!said_.contains("include/shared")) {
-      said_["include/shared"] = "";
+    if (said_.say("include/shared")) {
       const auto risk =
           include::sharing_risk(admin, std::filesystem::weakly_canonical(slurm_conf_path()),
                                 std::filesystem::weakly_canonical(path));
@@ -507,7 +532,7 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
       throw ConfigError(std::move(error));
     text = include::render(groups, admin, slurm::compress_hostlist);
     current = read_text(path).value_or("");
-    said_.erase("include");
+    said_.forget("include");
   } catch (const std::exception& e) {
     say_once("include", "", std::string("the include file is not written: ") + e.what());
     return {};
@@ -516,7 +541,7 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
   for (const auto& group : groups) all.insert(group.spec.name);
   const auto change = include::classify(current, text);
   if (change != include::Change::restart) {
-    said_.erase("include/restart");
+    said_.forget("include/restart");
     if (!act) return all;
     if (current != text) {
       try {
@@ -525,7 +550,7 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
         say_once("include/write", "", std::string("the include file: ") + e.what());
         return {};
       }
-      said_.erase("include/write");
+      said_.forget("include/write");
       auto written = fmt::format("{} written ({}): {}", path.string(), include::to_string(change),
                                  join(include::diff(current, text), " | "));
       if (change != include::Change::reconfigure) {
@@ -541,7 +566,7 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
       write(
           kSlurmctld, "reconfigure for the include file", [this] { slurm_.reconfigure(); },
           [this, owed = reconfigure_owed_] {
-            said_.erase("include/write");
+            said_.forget("include/write");
             add_cluster_event("slurm_conf_written", "info", "", "", owed);
             // A file written again meanwhile waits for a reconfigure of its own.
             if (reconfigure_owed_ == owed) reconfigure_owed_.clear();
@@ -560,8 +585,7 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
       say_once("include/write", "", std::string("the include file: ") + e.what());
       return {};
     }
-    if (said_["include/restart"] != text) {
-      said_["include/restart"] = text;
+    if (said_.say("include/restart", text)) {
       add_cluster_event("restart_required", "warning", "", "",
                         fmt::format("the groups' NodeName lines change ({}): staged in {}; "
                                     "move it over {} and restart slurmctld (or set "
@@ -571,15 +595,14 @@ std::set<std::string> Provisioner::keep_include(const std::vector<GroupSpec>& sp
     return {};
   }
   if (repairing_ || std::ranges::any_of(work_, [](const auto& w) { return w.second.calling; })) {
-    if (said_["include/restart"] != "wait") {
-      said_["include/restart"] = "wait";
+    if (said_.say("include/restart", "wait")) {
       add_cluster_event("restart_waits", "info", "", "",
                         "the include file needs a slurmctld restart: it waits for the repairs "
                         "and provider calls in flight");
     }
     return {};
   }
-  said_["include/restart"] = text;
+  said_.say("include/restart", text);
   add_cluster_event("slurmctld_restart", "warning", "", "",
                     fmt::format("restarting slurmctld for the include file: {}", diff));
   restart_text_ = text;
@@ -849,8 +872,7 @@ std::optional<std::string> Provisioner::lifecycle_log(const std::string& node) c
 
 void Provisioner::say_once(const std::string& key, const std::string& group,
                            const std::string& text) {
-  if (auto& said = said_[key]; said != text) {
-    said = text;
+  if (said_.say(key, text)) {
     log::warn("group {}: {}", group, text);
     events_.push_back({"group_config", "error", "group", group, "", text});
   }
@@ -1284,7 +1306,7 @@ void Provisioner::sweep_orphans() {
     const auto parts = split_token(key.substr(0, key.find(' ')));
     if (result.status == 0) {
       orphans_.erase(key);
-      said_.erase("orphan/" + key);
+      said_.forget("orphan/" + key);
       add_cluster_event(
           "orphan_terminated", "warning", parts ? parts->group : "", parts ? parts->node : "",
           reaped_.erase(key) > 0
@@ -1315,7 +1337,7 @@ void Provisioner::sweep_orphans() {
   try {
     if (result.status != 0) throw std::invalid_argument(failure(result));
     listed = parse_list_output(result.output);
-    said_.erase("orphan/list");
+    said_.forget("orphan/list");
   } catch (const std::invalid_argument& e) {
     say_once("orphan/list", "",
              std::string("the provider's list failed (orphans are not looked for): ") + e.what());

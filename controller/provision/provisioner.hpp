@@ -19,7 +19,9 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <map>
@@ -27,6 +29,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autoresume/clock.hpp"
@@ -37,6 +40,7 @@
 #include "calls.hpp"
 #include "gate.hpp"
 #include "provision/slurm_include.hpp"
+#include "said_once.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
 
@@ -190,7 +194,9 @@ class Provisioner {
   std::filesystem::path slurm_conf_path() const;
   // The admin's slurm.conf and what it includes (ours excepted), gres.conf
   // and topology.conf; throws ConfigError naming a file it cannot read.
-  include::AdminConf read_admin_conf() const;
+  // Read again only once one of those files changed (its modification
+  // time or size) or appeared: it is asked for at every look.
+  include::AdminConf read_admin_conf();
   // The include file's groups for `specs`: the slots each spec asks for,
   // and in the NodeSet the slots already drained (`final`: all of them).
   std::vector<include::IncludeGroup> include_groups(const std::vector<GroupSpec>& specs,
@@ -276,7 +282,14 @@ class Provisioner {
   std::vector<InstanceRecord> changed_records_;      // to save
   std::string last_groups_error_;                    // said once: groups_dir's own error
   std::map<std::string, std::string> group_errors_;  // group -> its file's error, said once
-  std::map<std::string, std::string> said_;          // say_once's
+  // A file's modification time and size; nullopt: it does not exist.
+  using FileStamp = std::optional<std::pair<std::filesystem::file_time_type, std::uintmax_t>>;
+  struct AdminConfRead {
+    std::vector<std::pair<std::filesystem::path, FileStamp>> files;  // each file looked at
+    include::AdminConf conf;
+  };
+  std::optional<AdminConfRead> admin_conf_;  // read_admin_conf's last read
+  SaidOnce said_;                            // say_once's
   // The provider's `list` in flight, when to call it next, and each unknown
   // instance (TOKEN INSTANCE_ID) with when it was first listed, and its
   // terminate in flight.

@@ -28,17 +28,6 @@ std::vector<std::string_view> lines_of(std::string_view text) {
   return out;
 }
 
-std::vector<std::string_view> tokens_of(std::string_view line) {
-  std::vector<std::string_view> out;
-  std::size_t start = 0;
-  while (start < line.size()) {
-    const auto end = std::min(line.find_first_of(" \t", start), line.size());
-    if (end > start) out.push_back(line.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 struct Pair {
   std::string key;  // lower case
   std::string value;
@@ -76,13 +65,13 @@ std::vector<std::string> gres_types(std::string_view gres) {
 }
 
 std::string node_conf_value(const GroupSpec& spec, std::string_view key) {
-  for (const auto token : tokens_of(spec.node_conf))
+  for (const auto token : blank_split(spec.node_conf))
     if (auto pair = pair_of(token); pair.key == key) return pair.value;
   return {};
 }
 
 bool is_node_line(std::string_view line) {
-  return pair_of(tokens_of(line).front()).key == "nodename";
+  return pair_of(blank_split(line).front()).key == "nodename";
 }
 
 // Whether one of `lists` (hostlist expressions; an empty one stands for
@@ -99,7 +88,7 @@ bool covered(const std::vector<std::string>& lists, const std::string& node, con
 
 void scan_slurm_conf(std::string_view text, AdminConf& conf) {
   for (const auto line : lines_of(text)) {
-    const auto tokens = tokens_of(line);
+    const auto tokens = blank_split(line);
     if (lower(tokens.front()) == "include") {
       conf.includes.emplace_back(trim(line.substr(tokens.front().size())));
       continue;
@@ -155,7 +144,7 @@ std::vector<std::string> gres_conf_nodes(std::string_view text) {
   std::vector<std::string> out;
   for (const auto line : lines_of(text)) {
     std::string nodes;
-    for (const auto token : tokens_of(line))
+    for (const auto token : blank_split(line))
       if (auto pair = pair_of(token); pair.key == "nodename") nodes = pair.value;
     out.push_back(nodes);
   }
@@ -165,7 +154,7 @@ std::vector<std::string> gres_conf_nodes(std::string_view text) {
 std::vector<std::string> topology_nodes(std::string_view text) {
   std::vector<std::string> out;
   for (const auto line : lines_of(text))
-    for (const auto token : tokens_of(line))
+    for (const auto token : blank_split(line))
       if (auto pair = pair_of(token); pair.key == "nodes") out.push_back(pair.value);
   return out;
 }

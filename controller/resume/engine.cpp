@@ -506,7 +506,7 @@ void Engine::count_probes(const std::vector<std::string>& probed,
     const auto now = next.find(host);
     if (now == next.end() || now->second == 0) {
       keeper_.forget_peers(host);
-      disputed_said_.erase(host);
+      disputed_said_.forget(host);
     }
   }
   failed_probes_ = std::move(next);
@@ -523,7 +523,7 @@ std::optional<std::string> Engine::probe_fault(const std::string& host, unsigned
     case NodeKeeper::PeerView::pending:
       return std::nullopt;
     case NodeKeeper::PeerView::disputed:
-      if (disputed_said_.insert(host).second) {
+      if (disputed_said_.say(host)) {
         const auto detail = fmt::format(
             "{} does not answer the controller's probes, but {}: not taken (the controller's "
             "route to it is the likelier fault; Slurm's own node state still counts)",
@@ -749,7 +749,7 @@ void Engine::clear_leftovers() {
     try {
       outcome->get();
     } catch (const std::exception& e) {
-      if (leftovers_said_.insert(k).second)
+      if (leftovers_said_.say(k))
         log::warn(
             "step {}: cannot cancel step {}.{} and its helper jobs yet (asked again at each "
             "look): {}",
@@ -757,7 +757,7 @@ void Engine::clear_leftovers() {
       ++it;
       continue;
     }
-    if (leftovers_said_.erase(k) > 0) log::info("step {}: its remains are cancelled now", k);
+    if (leftovers_said_.forget(k)) log::info("step {}: its remains are cancelled now", k);
     it = leftovers_.erase(it);
   }
 }

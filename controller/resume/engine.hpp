@@ -39,6 +39,7 @@
 #include "resume/progress.hpp"
 #include "resume/step_reports.hpp"
 #include "resume/verdicts.hpp"
+#include "said_once.hpp"
 #include "slurm_api.hpp"
 #include "store/store.hpp"
 
@@ -454,12 +455,12 @@ class Engine {
   Prober& prober_;
   std::map<std::string, unsigned> failed_probes_;
   Steady::time_point last_probe_{};
-  Steady::time_point last_round_{};      // when the last round of probes ended
-  bool probe_crowd_ = false;             // the last round had too many silent at once
-  bool crowd_said_ = false;              // its event is out
-  std::set<std::string> disputed_said_;  // nodes whose probe_disputed event is out
-  bool suspect_crowd_ = false;           // too many nodes suspected at once (this tick)
-  bool suspect_crowd_said_ = false;      // its event is out
+  Steady::time_point last_round_{};  // when the last round of probes ended
+  bool probe_crowd_ = false;         // the last round had too many silent at once
+  bool crowd_said_ = false;          // its event is out
+  SaidOnce disputed_said_;           // nodes whose probe_disputed event is out
+  bool suspect_crowd_ = false;       // too many nodes suspected at once (this tick)
+  bool suspect_crowd_said_ = false;  // its event is out
   // Nodes suspected and not taken in this episode (until they are well
   // again), with why: their `suspected` event is out.
   std::map<std::string, std::string> suspects_;
@@ -510,11 +511,11 @@ class Engine {
   // Steps given up mid-repair whose remains are still to be cancelled
   // (clear_leftovers), and those whose failure to is said already.
   std::map<std::string, StoredStep> leftovers_;
-  std::set<std::string> leftovers_said_;
+  SaidOnce leftovers_said_;
   // Steps whose old step record outlived kOldStepGone, said once.
-  std::set<std::string> said_old_step_;
+  SaidOnce said_old_step_;
   // Steps whose relaunch waits for nodes to register, said once.
-  std::set<std::string> said_unregistered_;
+  SaidOnce said_unregistered_;
   // Intervals between beats seen in each run (--auto-resume-hang-timeout=auto),
   // the last kHangSamples.
   std::map<std::string, std::vector<std::chrono::milliseconds>> hang_samples_;

@@ -759,21 +759,21 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
     case OldStep::listed:
       return;
     case OldStep::anyway:
-      if (said_old_step_.insert(step.key()).second)
+      if (said_old_step_.say(step.key()))
         log::warn(
             "step {}: slurmctld still lists step {}.{} {} s after the merge; relaunching "
             "anyway",
             step.key(), job.job_id, id, waited_s);
       break;
     case OldStep::tasks_gone:
-      if (said_old_step_.insert(step.key()).second)
+      if (said_old_step_.say(step.key()))
         log::info(
             "step {}: slurmctld still lists step {}.{}, but every surviving node reported its "
             "tasks exited: relaunching",
             step.key(), job.job_id, id);
       break;
     case OldStep::abandoned:
-      if (said_old_step_.insert(step.key()).second)
+      if (said_old_step_.say(step.key()))
         log::info(
             "step {}: slurmctld still lists step {}.{}, but none of its nodes runs it (a "
             "record slurmctld recovered after a restart): relaunching",
@@ -784,7 +784,7 @@ void Engine::relaunch(StoredStep& step, const slurm::JobInfo& before) {
   }
   if (waited < delay) return;
   if (!facts.unregistered.empty()) {
-    if (said_unregistered_.insert(step.key()).second)
+    if (said_unregistered_.say(step.key()))
       log::info(
           "step {}: relaunch waits for {} (and any node after it) to register with "
           "slurmctld (restarted lately)",

@@ -650,41 +650,35 @@ bool Store::mark_ended(const StoredStep& step, const Stamp& at, const EventSpec&
 }
 
 bool Store::cancel(const StoredStep& step, const std::string& message) {
-  std::lock_guard lock(mutex_);
-  return transaction([&] {
-    if (!may_move_stored(
-            step, [](StepState s) { return s != StepState::decided; }, StepState::decided))
-      return false;
-    Statement update(idle_statements_, db_,
-                     "UPDATE steps SET state = 'decided', verdict = 'cancelled', message = ?,"
-                     " updated_at = ? WHERE run_id = ? AND attempt = ? AND state != 'decided'");
-    update.bind(1, message)
-        .bind(2, clock_.unix_now())
-        .bind(3, step.step.run_id)
-        .bind(4, step.step.attempt);
-    update.step();
-    if (sqlite3_changes(db_) != 1) return false;
-    insert_event(clock_.unix_now(), step, {EventKind::cancelled, message});
-    return true;
-  });
+  return decide_stored(step, false, Verdict::cancelled, {EventKind::cancelled, message});
 }
 
 bool Store::no_fault_if_ended(const StoredStep& step, const std::string& message) {
+  return decide_stored(step, true, Verdict::no_fault, {EventKind::no_fault, message});
+}
+
+bool Store::decide_stored(const StoredStep& step, bool ended_only, Verdict verdict,
+                          const EventSpec& event) {
   std::lock_guard lock(mutex_);
   return transaction([&] {
-    if (!may_move_stored(
-            step, [](StepState s) { return s == StepState::ended; }, StepState::decided))
-      return false;
+    const auto from = ended_only ? +[](StepState s) { return s == StepState::ended; }
+                                 : +[](StepState s) { return s != StepState::decided; };
+    if (!may_move_stored(step, from, StepState::decided)) return false;
     Statement update(idle_statements_, db_,
-                     "UPDATE steps SET state = 'decided', verdict = 'no_fault', message = ?,"
-                     " updated_at = ? WHERE run_id = ? AND attempt = ? AND state = 'ended'");
-    update.bind(1, shortened(message, kMaxDetailBytes))
-        .bind(2, clock_.unix_now())
-        .bind(3, step.step.run_id)
-        .bind(4, step.step.attempt);
+                     ended_only ? "UPDATE steps SET state = 'decided', verdict = ?, message = ?,"
+                                  " updated_at = ? WHERE run_id = ? AND attempt = ?"
+                                  " AND state = 'ended'"
+                                : "UPDATE steps SET state = 'decided', verdict = ?, message = ?,"
+                                  " updated_at = ? WHERE run_id = ? AND attempt = ?"
+                                  " AND state != 'decided'");
+    update.bind(1, std::string(to_string(verdict)))
+        .bind(2, shortened(event.detail, kMaxDetailBytes))
+        .bind(3, clock_.unix_now())
+        .bind(4, step.step.run_id)
+        .bind(5, step.step.attempt);
     update.step();
     if (sqlite3_changes(db_) != 1) return false;
-    insert_event(clock_.unix_now(), step, {EventKind::no_fault, message});
+    insert_event(clock_.unix_now(), step, event);
     return true;
   });
 }

@@ -179,10 +179,6 @@ class Store {
   // registered -> ended, with its event; false if the step is past
   // `registered` already (a repair or a verdict is not overwritten).
   bool mark_ended(const StoredStep& step, const Stamp& at, const EventSpec& event);
-  // The same at a wall time alone (its boot not known).
-  bool mark_ended(const StoredStep& step, std::int64_t at, const EventSpec& event) {
-    return mark_ended(step, Stamp{at, 0, {}}, event);
-  }
   // Decides a step `cancelled` with `message`, leaving its repair facts as
   // they are; false if it was decided already.
   bool cancel(const StoredStep& step, const std::string& message);
@@ -311,6 +307,12 @@ class Store {
   // through the one transition function (move_to: a move its table does not
   // hold throws); false when someone moved it elsewhere first. Under mutex_.
   bool may_move_stored(const StoredStep& step, bool (*from)(StepState), StepState to);
+  // Decides `step` with `verdict` and `event`'s detail as its message,
+  // leaving its repair facts as they are, with the event: only from
+  // `ended` if `ended_only`, else from any state but decided. False if its
+  // state is not one of those.
+  bool decide_stored(const StoredStep& step, bool ended_only, Verdict verdict,
+                     const EventSpec& event);
   void insert_event(std::int64_t at, const StoredStep& step, const EventSpec& event);
   // A node's events are on behalf of uid `uid` (0: the controller's own).
   void insert_node_event(std::int64_t at, const std::string& node, std::uint32_t job_id,

@@ -539,6 +539,41 @@ if ((SLURM_PROCID == 0)); then echo "done at step $steps"; fi
 SCRIPT
   chmod +x "$WORK/step.sh"
 }
+# make_finish_job: $WORK/step.sh CKPT FINISH, a stand-in for training that
+# runs until FINISH exists (rank 0 checkpoints its count into CKPT 4 times
+# a second; every rank prints its first line as make_training_step's), and
+# $WORK/job.sh, a batch script that runs it as `srun --auto-resume=1` on
+# $WORK/ckpt and $WORK/finish (every task's output in $WORK/step.out) and
+# prints "srun exit STATUS".
+make_finish_job() {
+  cat >"$WORK/step.sh" <<SCRIPT
+#!/bin/bash
+$NAP_LINES
+SCRIPT
+  cat >>"$WORK/step.sh" <<'SCRIPT'
+ckpt=$1 finish=$2 i=0
+[[ -f $ckpt ]] && i=$(<"$ckpt")
+echo "attempt=${AUTO_RESUME_ATTEMPT:-} restarts=${SLURM_RESTART_COUNT:-0} rank=$SLURM_PROCID node=$SLURMD_NODENAME start=$i"
+until [[ -e $finish ]]; do
+  nap 0.25
+  i=$((i + 1))
+  if ((SLURM_PROCID == 0)); then echo "$i" >"$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; fi
+done
+if ((SLURM_PROCID == 0)); then echo "done at step $i"; fi
+SCRIPT
+  chmod +x "$WORK/step.sh"
+  cat >"$WORK/job.sh" <<SCRIPT
+#!/bin/bash
+srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt $WORK/finish
+echo "srun exit \$?"
+SCRIPT
+}
+# job_events KIND: how many KIND events the controller has of $job.
+job_events() {
+  local all
+  all=$("$AR_CLI" events 2>/dev/null) || return 1
+  grep -cE "^.*job ${job:?} [^ ]+ $1: " <<<"$all" || true
+}
 # make_training_job STEPS [LINE]: $WORK/job.sh, a batch script that runs
 # the stand-in as `srun --auto-resume=1` (every task's output in
 # $WORK/step.out, in append mode across relaunches), after LINE if given,

@@ -7,10 +7,14 @@
 # Then node4 is killed with max_attempts=2 reached: no relaunch, the node
 # still leaves the job, srun exits 75 with the reason, and the batch script
 # goes on. The job is never requeued.
+# SlurmdTimeout 12 (MessageTimeout 3): Slurm says node2 is not responding
+# at its first missed ping, and the controller takes it out of the job
+# before slurmctld sets it DOWN and requeues the job itself; at 6 a loaded
+# CI machine saw both in the same second (2026-12-06).
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-cluster_up --nodes 4 --accounting --slurmd-timeout 6 --message-timeout 3
+cluster_up --nodes 4 --accounting --slurmd-timeout 12 --message-timeout 3
 cd "$WORK" || exit
 # A provider that takes a few seconds, so that the controller dies mid-repair
 # (8 s: the kill follows the node_out event, which a loaded machine's event

@@ -38,36 +38,9 @@ CONTROLLER_RESTART_COMMAND="$WORK/provider.sh {node}"
 CONTROLLER_CONF=$'backoff=5\nmax_attempts=10'
 controller_up
 
-# The step runs until $WORK/finish exists; rank 0 checkpoints its count.
-cat >step.sh <<SCRIPT
-#!/bin/bash
-$NAP_LINES
-SCRIPT
-cat >>step.sh <<'SCRIPT'
-ckpt=$1 finish=$2 i=0
-[[ -f $ckpt ]] && i=$(<"$ckpt")
-echo "attempt=${AUTO_RESUME_ATTEMPT:-} restarts=${SLURM_RESTART_COUNT:-0} rank=$SLURM_PROCID node=$SLURMD_NODENAME start=$i"
-until [[ -e $finish ]]; do
-  nap 0.25
-  i=$((i + 1))
-  if ((SLURM_PROCID == 0)); then echo "$i" >"$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; fi
-done
-if ((SLURM_PROCID == 0)); then echo "done at step $i"; fi
-SCRIPT
-chmod +x step.sh
-cat >job.sh <<SCRIPT
-#!/bin/bash
-srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt $WORK/finish
-echo "srun exit \$?"
-SCRIPT
+make_finish_job
 
-# events KIND: how many KIND events the job has.
-events() {
-  local all
-  all=$("$AR_CLI" events 2>/dev/null) || return 1
-  grep -cE "^.*job $job [^ ]+ $1: " <<<"$all" || true
-}
-events_are() { [[ $(events "$1") == "$2" ]]; }
+events_are() { [[ $(job_events "$1") == "$2" ]]; }
 # provider_asked NODE: how many times the provider was asked to replace NODE.
 provider_asked() {
   local all
@@ -190,7 +163,7 @@ wait_until 30 "the job filling the idle node to end" filler_ended
 # restart of the failed one, replaces it). The SIGKILLs above may have
 # cut a call of the controller's (an error event, "Connection reset by
 # peer"): only this repair's errors count.
-errors_before=$(events error)
+errors_before=$(job_events error)
 "$CLUSTER_CMD" stop-slurmdbd "$CLUSTER" >/dev/null
 node=$(victim)
 "$CLUSTER_CMD" kill-node "$CLUSTER" "$node" >/dev/null
@@ -198,7 +171,7 @@ node=$(victim)
 # the job (the shrink) and the helper's merge go through.
 attempt=$((attempt + 1))
 resumed "$attempt" 90
-assert_eq "$(events error)" "$errors_before" "the controller's errors during the repair without slurmdbd"
+assert_eq "$(job_events error)" "$errors_before" "the controller's errors during the repair without slurmdbd"
 "$CLUSTER_CMD" start-slurmdbd "$CLUSTER" >/dev/null
 
 touch finish

@@ -19,32 +19,8 @@ cluster_up --nodes 4 --accounting
 cd "$WORK" || exit
 controller_up
 
-# The step runs until $WORK/finish exists; rank 0 checkpoints its count.
-cat >step.sh <<'SCRIPT'
-#!/bin/bash
-ckpt=$1 finish=$2 i=0
-[[ -f $ckpt ]] && i=$(<"$ckpt")
-echo "attempt=${AUTO_RESUME_ATTEMPT:-} restarts=${SLURM_RESTART_COUNT:-0} rank=$SLURM_PROCID node=$SLURMD_NODENAME start=$i"
-until [[ -e $finish ]]; do
-  sleep 0.25
-  i=$((i + 1))
-  if ((SLURM_PROCID == 0)); then echo "$i" >"$ckpt.tmp" && mv "$ckpt.tmp" "$ckpt"; fi
-done
-if ((SLURM_PROCID == 0)); then echo "done at step $i"; fi
-SCRIPT
-chmod +x step.sh
-cat >job.sh <<SCRIPT
-#!/bin/bash
-srun --auto-resume=1 -l --output=$WORK/step.out $WORK/step.sh $WORK/ckpt $WORK/finish
-echo "srun exit \$?"
-SCRIPT
+make_finish_job
 
-# events KIND: how many KIND events the job has.
-events() {
-  local all
-  all=$("$AR_CLI" events 2>/dev/null) || return 1
-  grep -cE "^.*job $job [^ ]+ $1: " <<<"$all" || true
-}
 # resumed ATTEMPT: attempt ATTEMPT runs on the job's 3 nodes and makes
 # progress, in the same job, never requeued.
 resumed() {
@@ -98,7 +74,7 @@ kill -STOP "$(<"$CLUSTER/run/slurmctld.pid")"
 rollback
 note "slurmctld back from a state saved before node4 joined the job"
 resumed 2
-assert_eq "$(events no_fault)" 0 "no_fault verdicts before the end"
+assert_eq "$(job_events no_fault)" 0 "no_fault verdicts before the end"
 "$AR_CLI" events >events.txt
 assert_contains events.txt "job $job [^ ]* detected: step [0-9.]* attempt 1: node4: " \
   "the fault found after the restart"
@@ -110,7 +86,7 @@ assert_contains events.txt "job $job [^ ]* detected: step [0-9.]* attempt 1: nod
 rollback
 note "slurmctld back from the same state: attempt 2 unknown to it"
 wait_until 60 "attempt 2 to run on for 20 s" past $(($(checkpoint) + 80))
-assert_eq "$(events cancelled)" 0 "cancelled verdicts"
+assert_eq "$(job_events cancelled)" 0 "cancelled verdicts"
 assert_eq "$(job_field JobState)" RUNNING "the job's state after the second restart"
 
 touch finish

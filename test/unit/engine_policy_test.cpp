@@ -147,7 +147,7 @@ TEST_CASE("an ended step with no fault within end_window gets no_fault", "[engin
   Rig rig;
   rig.protect();
   auto step = rig.step();
-  REQUIRE(rig.store->mark_ended(step, rig.clock.unix_now(), {EventKind::ended, "ended"}));
+  REQUIRE(rig.store->mark_ended(step, rig.clock.stamp(), {EventKind::ended, "ended"}));
   rig.engine->tick();
   CHECK(rig.step().state == StepState::ended);
   rig.clock.advance(3s);

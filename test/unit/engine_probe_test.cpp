@@ -325,7 +325,7 @@ TEST_CASE("an ended step waits past end_window for a node its probes still suspe
   ProbeRig rig;
   rig.config.end_window = 2000ms;
   auto step = rig.step();
-  REQUIRE(rig.store->mark_ended(step, rig.clock.unix_now(), {EventKind::ended, "ended"}));
+  REQUIRE(rig.store->mark_ended(step, rig.clock.stamp(), {EventKind::ended, "ended"}));
   rig.kill("node2");
   rig.run_for(3);  // end_window is over with node2 silent twice, its cross-check pending
   CHECK(rig.step().state == StepState::ended);

@@ -113,7 +113,7 @@ TEST_CASE(
     rig.register_attempt(1, 1, "node[1-2,4-5]");
     rig.engine->tick();  // not in the last read: it waits for the next look, which reads
     auto step = rig.step(1);
-    REQUIRE(rig.store->mark_ended(step, rig.clock.unix_now(), {EventKind::ended, "ended"}));
+    REQUIRE(rig.store->mark_ended(step, rig.clock.stamp(), {EventKind::ended, "ended"}));
     const int before = rig.slurm.node_reads;
     for (int i = 0; i < 3; ++i) {
       rig.clock.advance(500ms);

@@ -37,7 +37,7 @@ TEST_CASE("observe: a node fault under a step is said once as what would be done
         "observe: would mark node3 FAIL, shrink job 10 to node[1-2,4], cancel step 10.0 and "
         "relaunch run r as attempt 1 with 1 replacement node (node3: it is DOWN)");
   // srun's step ends: it keeps its own exit status, as if nothing were there.
-  REQUIRE(rig.store->mark_ended(rig.step(), rig.clock.unix_now(), {EventKind::ended, "ended"}));
+  REQUIRE(rig.store->mark_ended(rig.step(), rig.clock.stamp(), {EventKind::ended, "ended"}));
   rig.engine->tick();
   CHECK(rig.step().verdict == Verdict::no_fault);
   CHECK_THAT(rig.step().message,

@@ -797,3 +797,32 @@ TEST_CASE("provisioner: a new group of many slots has at most 16 writes to slurm
   }));
   CHECK(rig.slurm.node_writes.most_waiters() == 16);
 }
+
+TEST_CASE("provisioner: merge mode reads slurm.conf again only once it changed", "[provisioner]") {
+  Rig rig;
+  auto& p = rig.config.provision;
+  p.slurm_conf = rig.dir.path / "slurm.conf";
+  p.slurm_conf_include = rig.dir.path / "nodes.conf";
+  const auto write_conf = [&](const std::string& node) {
+    std::ofstream(p.slurm_conf) << "Include nodes.conf\nNodeName=" << node << " CPUs=1\n";
+  };
+  write_conf("h-1");
+  rig.write_group("g", "count=1\nmax_count=1\npartitions=pg\nnode_conf=CPUs=2\n");
+  rig.start();
+  rig.tick();  // no restart command: the group's lines are staged
+  REQUIRE(rig.events("restart_required").size() == 1);
+  CHECK(rig.events("group_config").empty());
+  // The admin now declares g-1 too, in a file of the same size and time:
+  // the last read stands.
+  const auto time = std::filesystem::last_write_time(p.slurm_conf);
+  write_conf("g-1");
+  std::filesystem::last_write_time(p.slurm_conf, time);
+  for (int i = 0; i < 3; ++i) rig.tick();
+  CHECK(rig.events("group_config").empty());
+  // Its new time: read again, and the clash is said.
+  std::filesystem::last_write_time(p.slurm_conf, time + 1s);
+  rig.tick();
+  const auto errors = rig.events("group_config");
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0].detail, Catch::Contains("g-1"));
+}

@@ -66,7 +66,7 @@ struct ServiceRig : ar::test::Fakes {
     REQUIRE(ask("register", registration("r"), kOwner)["ok"] == true);
     auto step = store->find("r", 0).value();
     if (state == ar::StepState::ended)
-      REQUIRE(store->mark_ended(step, clock.unix_now(), {ar::EventKind::ended, "ended"}));
+      REQUIRE(store->mark_ended(step, clock.stamp(), {ar::EventKind::ended, "ended"}));
     if (state == ar::StepState::repairing) {
       step.state = state;
       step.phase = ar::RepairPhase::node_out;

@@ -160,10 +160,11 @@ TEST_CASE("narrow writes never overwrite a repair or a verdict", "[store]") {
   ar::Store store(dir.path);
   store.register_step(step(8, "8.0-a", 0), 1000);
   auto s = store.find("8.0-a", 0).value();
-  CHECK(store.mark_ended(s, 50, {ar::EventKind::ended, "srun says so"}));
+  CHECK(store.mark_ended(s, ar::Stamp{50, 0, {}}, {ar::EventKind::ended, "srun says so"}));
   CHECK(store.find("8.0-a", 0)->state == ar::StepState::ended);
   CHECK(store.find("8.0-a", 0)->ended_at == 50);
-  CHECK_FALSE(store.mark_ended(s, 60, {ar::EventKind::ended, "again"}));  // past `registered`
+  CHECK_FALSE(store.mark_ended(s, ar::Stamp{60, 0, {}},
+                               {ar::EventKind::ended, "again"}));  // past `registered`
 
   s = store.find("8.0-a", 0).value();
   s.state = ar::StepState::repairing;

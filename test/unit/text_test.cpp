@@ -1,6 +1,8 @@
 #include "autoresume/text.hpp"
 
 #include <catch2/catch.hpp>
+#include <string_view>
+#include <vector>
 
 TEST_CASE("join puts the separator between each two items", "[text]") {
   CHECK(ar::join({}, ", ").empty());
@@ -34,4 +36,13 @@ TEST_CASE("shortened cuts long text with a mark and never inside a character", "
   CHECK(ar::shortened("abcdefg", 6) == "abc...");
   CHECK(ar::shortened("abcd\xc3\xa9xyz", 8) == "abcd...");  // the two-byte é is not split
   CHECK(ar::shortened("abcdef", 2) == "...");
+}
+
+TEST_CASE("blank_split splits on spaces and tabs and keeps no empty word", "[text]") {
+  using V = std::vector<std::string_view>;
+  CHECK(ar::blank_split("").empty());
+  CHECK(ar::blank_split(" \t ").empty());
+  CHECK(ar::blank_split("a") == V{"a"});
+  CHECK(ar::blank_split("  /bin/x\t--node {node}  ") == V{"/bin/x", "--node", "{node}"});
+  CHECK(ar::blank_split("a\nb c") == V{"a\nb", "c"});  // only blanks split
 }

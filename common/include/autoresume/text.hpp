@@ -1,6 +1,7 @@
 #pragma once
 // Small text helpers shared across the project.
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -15,6 +16,19 @@ inline std::string join(const std::vector<std::string>& items, std::string_view 
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += separator;
     out += items[i];
+  }
+  return out;
+}
+
+// The words of `text`, split on blanks (spaces and tabs); no empty word.
+// Each views `text`.
+inline std::vector<std::string_view> blank_split(std::string_view text) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto end = std::min(text.find_first_of(" \t", start), text.size());
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
   }
   return out;
 }
