@@ -370,16 +370,22 @@ agents_up() {
     on_exit "kill -CONT ${AGENT_PID[$node]} 2>/dev/null; kill -TERM ${AGENT_PID[$node]} 2>/dev/null"
   done
 }
+# The CLI the polls below ask with (wait_until calls them over and over):
+# AR_POLL_CLI where given, else AR_CLI. The sanitizer build's run gives the
+# plain build's: an instrumented CLI costs about 0.25 s of CPU to start and
+# end, and its polls took a tenth of that run's CPU; every other call of
+# the tests' is the instrumented AR_CLI's, as is the controller it asks.
+POLL_CLI=${AR_POLL_CLI:-$AR_CLI}
 # heard N: the controller has fresh heartbeats (under 2 s old) from N nodes.
 heard() {
-  [[ $("$AR_CLI" nodes 2>/dev/null | grep -cE ': last heartbeat [01]\.[0-9] s ago$') == "$1" ]]
+  [[ $("$POLL_CLI" nodes 2>/dev/null | grep -cE ': last heartbeat [01]\.[0-9] s ago$') == "$1" ]]
 }
 # event_seen PATTERN: the controller's events hold a line matching PATTERN.
 # (the events are read whole first: grep -q ending early would kill the
 # CLI with SIGPIPE, which pipefail reports as a failure)
 event_seen() {
   local events
-  events=$("$AR_CLI" events 2>/dev/null) || return 1
+  events=$("$POLL_CLI" events 2>/dev/null) || return 1
   grep -qE -- "$1" <<<"$events"
 }
 # What no look of the engine may take while a call it started waits (1 s;
@@ -418,7 +424,7 @@ slurmd_started() { scontrol -o show node "$1" | grep -o ' SlurmdStartTime=[^ ]*'
 
 controller_answers() {
   kill -0 "$CONTROLLER_PID" 2>/dev/null || fail "auto-resumed exited: $(tail -n 20 "$WORK/controller.log")"
-  "$AR_CLI" hello >/dev/null 2>&1
+  "$POLL_CLI" hello >/dev/null 2>&1
 }
 
 # wait_until SECONDS DESCRIPTION CMD...: poll CMD until it succeeds; fail with
@@ -571,7 +577,7 @@ SCRIPT
 # job_events KIND: how many KIND events the controller has of $job.
 job_events() {
   local all
-  all=$("$AR_CLI" events 2>/dev/null) || return 1
+  all=$("$POLL_CLI" events 2>/dev/null) || return 1
   grep -cE "^.*job ${job:?} [^ ]+ $1: " <<<"$all" || true
 }
 # make_training_job STEPS [LINE]: $WORK/job.sh, a batch script that runs
