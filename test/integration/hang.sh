@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hung steps (docs/resume.md, "Hangs and crashes"), with the node agents
 # reading the progress files:
-#  1. a PyTorch DDP training (examples/train.py, gloo, 4 nodes) whose rank 2
+#  1. a PyTorch DDP training (examples/train.py, gloo, 3 nodes) whose rank 2
 #     stops for good once step 12 is done (the others block in the next
 #     all_reduce): `hung` names node3, rank 2's, as the one that stopped
 #     first; with --auto-resume-hang-signal=USR1 every rank prints its
@@ -34,12 +34,12 @@ ended() { [[ $(job_state "$1") =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL
 
 # 1. The DDP training, rank 2 hung after step 12.
 start=$SECONDS
-job=$(TMPDIR=$WORK/tmp MASTER_PORT=$(free_port) sbatch --parsable -N4 --ntasks-per-node=1 \
+job=$(TMPDIR=$WORK/tmp MASTER_PORT=$(free_port) sbatch --parsable -N3 --ntasks-per-node=1 \
   --exclusive -o ddp.out --wrap "srun --auto-resume=1 --auto-resume-hang-timeout=10 \
   --auto-resume-hang-signal=USR1 $entry --steps 30 --checkpoint-every 5 --step-seconds 0.3 \
   --checkpoint-dir $WORK/ckpt --hang-at-step 12 --hang-rank 2 --hang-once; echo srun exit \$?")
 wait_until 300 "job $job (DDP, hung once) to end" ended "$job"
-note "DDP on 4 nodes, hung once: $((SECONDS - start)) s"
+note "DDP on 3 nodes, hung once: $((SECONDS - start)) s"
 [[ $(job_state "$job") == COMPLETED ]] || { cat ddp.out >&2; fail "job $job ended $(job_state "$job")"; }
 [[ $(scontrol -o show job "$job") == *" Restarts=0 "* ]] || fail "job $job was requeued"
 assert_contains ddp.out "rank 2 hangs at step 12" "the training's output"
@@ -48,10 +48,10 @@ assert_contains ddp.out "^resumed from step 10$" "the training's output"
 assert_contains ddp.out "most recent call first" "the stacks the hang signal printed"
 assert_contains ddp.out "srun exit 0" "the batch script's output"
 "$AR_CLI" events >events.out
-assert_contains events.out "hung: rank 2 on node3 \(last beat [0-9]+ s ago, at step 11\) stopped beating first; 3 other ranks (beat since|stopped later), last [0-9]+ s ago, at step 12 \(hang timeout 10 s\)" "the hung event"
+assert_contains events.out "hung: rank 2 on node3 \(last beat [0-9]+ s ago, at step 11\) stopped beating first; 2 other ranks (beat since|stopped later), last [0-9]+ s ago, at step 12 \(hang timeout 10 s\)" "the hung event"
 assert_contains events.out "hang_signal: SIGUSR1 sent to every task of step $job\.0" "the hang signal's event"
-assert_contains events.out "checked: quick checks after the step hung: passed on node\[1-4\]" "the nodes' quick checks after the hang"
-assert_contains events.out "relaunching run $job\.0-[0-9a-f]+ as attempt 1 on node\[1-4\]; the step hung" "the relaunch"
+assert_contains events.out "checked: quick checks after the step hung: passed on node\[1-3\]" "the nodes' quick checks after the hang"
+assert_contains events.out "relaunching run $job\.0-[0-9a-f]+ as attempt 1 on node\[1-3\]; the step hung" "the relaunch"
 assert_not_contains events.out "marked|set FAIL" "the events (no healthy node is taken for a hang)"
 
 # 2. Never a false positive (timeout 6 s), three jobs side by side: beats 4 s
