@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "autoresume/text.hpp"
+
 namespace ar::proto {
 
 namespace {
@@ -115,15 +117,11 @@ std::string get_node_name(const json& body, const char* field) {
   return node_name(get_string(body, field, kMaxNodeNameBytes), field);
 }
 
-// A node group's name, as its file's name gives it (groups.hpp).
+// A node group's name, as its file's name gives it (the controller's
+// provision/groups.hpp).
 std::string get_group_name(const json& body, const char* field) {
   auto name = get_string(body, field, 4096);
-  const bool ok = !name.empty() && name.size() <= kMaxGroupNameBytes &&
-                  std::isalpha(static_cast<unsigned char>(name.front())) != 0 &&
-                  std::ranges::all_of(name, [](unsigned char c) {
-                    return std::isalnum(c) != 0 || c == '-' || c == '_';
-                  });
-  if (!ok)
+  if (!is_slurm_name(name, kMaxGroupNameBytes))
     bad(named(field) + ": " + shown(json(name)) +
         " is not a group name (letters, digits, '_' and '-', starting with a letter, at most " +
         std::to_string(kMaxGroupNameBytes) + " bytes)");

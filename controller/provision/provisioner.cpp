@@ -14,13 +14,13 @@
 #include <system_error>
 #include <thread>
 
-#include "autoresume/groups.hpp"
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/text.hpp"
 #include "files.hpp"
 #include "hostlist.hpp"
 #include "log.hpp"
 #include "nodes/provider.hpp"
+#include "provision/groups.hpp"
 
 namespace ar {
 

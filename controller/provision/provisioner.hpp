@@ -34,11 +34,11 @@
 
 #include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
-#include "autoresume/instances.hpp"
 #include "autoresume/process.hpp"
-#include "autoresume/provision.hpp"
 #include "calls.hpp"
 #include "gate.hpp"
+#include "provision/instances.hpp"
+#include "provision/provision.hpp"
 #include "provision/slurm_include.hpp"
 #include "said_once.hpp"
 #include "slurm_api.hpp"

@@ -5,10 +5,10 @@
 #include <system_error>
 
 #include "autoresume/protocol.hpp"
-#include "autoresume/provision.hpp"
 #include "autoresume/states.hpp"
 #include "autoresume/version.hpp"
 #include "nodes/node_keeper.hpp"
+#include "provision/provision.hpp"
 #include "provision/provisioner.hpp"
 #include "store/store.hpp"
 

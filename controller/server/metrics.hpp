@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "autoresume/metrics.hpp"
 #include "autoresume/process.hpp"
+#include "server/metrics_text.hpp"
 
 namespace ar {
 

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "autoresume/instances.hpp"
 #include "autoresume/text.hpp"
+#include "provision/instances.hpp"
 #include "server/service.hpp"
 
 namespace ar {

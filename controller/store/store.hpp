@@ -20,9 +20,9 @@
 
 #include "autoresume/clock.hpp"
 #include "autoresume/connect.hpp"
-#include "autoresume/instances.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/states.hpp"
+#include "provision/instances.hpp"
 #include "store/repair_facts.hpp"
 
 namespace ar {

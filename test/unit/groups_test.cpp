@@ -1,4 +1,4 @@
-#include "autoresume/groups.hpp"
+#include "provision/groups.hpp"
 
 #include <catch2/catch.hpp>
 #include <filesystem>

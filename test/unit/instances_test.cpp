@@ -1,4 +1,4 @@
-#include "autoresume/instances.hpp"
+#include "provision/instances.hpp"
 
 #include <catch2/catch.hpp>
 

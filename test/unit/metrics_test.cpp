@@ -1,4 +1,4 @@
-#include "autoresume/metrics.hpp"
+#include "server/metrics.hpp"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "fakes.hpp"
-#include "server/metrics.hpp"
+#include "server/metrics_text.hpp"
 #include "store/store.hpp"
 
 using ar::metrics::Registry;

@@ -2,8 +2,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "autoresume/groups.hpp"
 #include "hostlist.hpp"
+#include "provision/groups.hpp"
 
 using Catch::Matchers::Contains;
 namespace inc = ar::include;

@@ -1,6 +1,7 @@
 #include "autoresume/text.hpp"
 
 #include <catch2/catch.hpp>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,4 +46,17 @@ TEST_CASE("blank_split splits on spaces and tabs and keeps no empty word", "[tex
   CHECK(ar::blank_split("a") == V{"a"});
   CHECK(ar::blank_split("  /bin/x\t--node {node}  ") == V{"/bin/x", "--node", "{node}"});
   CHECK(ar::blank_split("a\nb c") == V{"a\nb", "c"});  // only blanks split
+}
+
+TEST_CASE("is_slurm_name takes letters, digits, '_' and '-' after a letter, up to a size",
+          "[text]") {
+  CHECK(ar::is_slurm_name("gpu-a_1", 40));
+  CHECK(ar::is_slurm_name(std::string(40, 'g'), 40));
+  CHECK_FALSE(ar::is_slurm_name(std::string(41, 'g'), 40));
+  CHECK_FALSE(ar::is_slurm_name("", 40));
+  CHECK_FALSE(ar::is_slurm_name("1gpu", 40));
+  CHECK_FALSE(ar::is_slurm_name("-gpu", 40));
+  CHECK_FALSE(ar::is_slurm_name("gpu.a", 40));
+  CHECK_FALSE(ar::is_slurm_name("gpu a", 40));
+  CHECK_FALSE(ar::is_slurm_name("g\xc3\xa9", 40));  // only ASCII letters
 }

@@ -62,7 +62,7 @@ std::string_view to_string(Provisioning mode);
 
 struct ProvisionConfig {
   Provisioning mode = Provisioning::off;  // node_provisioning
-  // One NAME.conf per node group (groups.hpp).
+  // One NAME.conf per node group (controller/provision/groups.hpp).
   std::filesystem::path groups_dir = "/etc/auto-resume/groups";
   // The provider program: `PROGRAM create GROUP NODE TOKEN`, `PROGRAM
   // terminate GROUP NODE INSTANCE_ID`, `PROGRAM list` (contract v2).

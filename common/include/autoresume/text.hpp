@@ -33,6 +33,20 @@ inline std::vector<std::string_view> blank_split(std::string_view text) {
   return out;
 }
 
+// Whether `text` is a name the controller writes into Slurm's
+// configuration (a node group's, a partition's, a node prefix): letters,
+// digits, '_' and '-', starting with a letter, at most `max_bytes`.
+inline bool is_slurm_name(std::string_view text, std::size_t max_bytes) {
+  const auto name_char = [](unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  };
+  const auto first = text.empty() ? '\0' : text.front();
+  return !text.empty() && text.size() <= max_bytes &&
+         ((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z')) &&
+         std::ranges::all_of(text, name_char);
+}
+
 // The code point of the line separator or bidirectional control UTF-8
 // encodes at text[i] (see printable), or 0.
 inline unsigned invisible(std::string_view text, std::size_t i) {

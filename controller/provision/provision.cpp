@@ -1,4 +1,4 @@
-#include "autoresume/provision.hpp"
+#include "provision/provision.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "autoresume/metrics.hpp"
+#include "server/metrics_text.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,6 +1,6 @@
 #include <stdexcept>
 
-#include "autoresume/provision.hpp"
+#include "provision/provision.hpp"
 
 namespace ar::provision {
 

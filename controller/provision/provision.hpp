@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "autoresume/groups.hpp"
+#include "provision/groups.hpp"
 
 namespace ar::provision {
 

@@ -1,4 +1,4 @@
-#include "autoresume/groups.hpp"
+#include "provision/groups.hpp"
 
 #include <algorithm>
 #include <array>
@@ -25,16 +25,10 @@ constexpr std::array<std::string_view, 14> kNodeAttributes = {
 constexpr std::array<std::string_view, 6> kOwnedAttributes = {
     "NodeName", "NodeAddr", "NodeHostname", "Port", "State", "Reason"};
 
-bool name_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
-}
-
 // A Slurm name the controller writes (group, partition, node prefix):
 // letters, digits, '_' and '-', starting with a letter.
 void check_name(std::string_view key, std::string_view value) {
-  if (value.empty() || value.size() > GroupSpec::kMaxNameLength ||
-      std::isalpha(static_cast<unsigned char>(value.front())) == 0 ||
-      !std::ranges::all_of(value, name_char))
+  if (!is_slurm_name(value, GroupSpec::kMaxNameLength))
     invalid_value(key, value,
                   "expected a name of letters, digits, '_' and '-', starting with a letter, "
                   "at most " +
