@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 
 #include "autoresume/text.hpp"
 #include "log.hpp"
@@ -16,6 +17,19 @@ namespace {
 constexpr const char* kPaused = "paused";
 constexpr const char* kTripped = "tripped";
 constexpr std::int64_t kHour = 3600;
+
+}  // namespace
+
+const char* Gate::still_holds(const char* lifted, const char* acts) const {
+  if (config_.mode == ActionMode::observe) return " (mode=observe still holds)";
+  if (std::string_view(lifted) != kTripped && flags_.contains(kTripped))
+    return " (the circuit breaker still holds)";
+  if (std::string_view(lifted) != kPaused && flags_.contains(kPaused))
+    return " (the pause still holds)";
+  return acts;
+}
+
+namespace {
 
 const char* name_of(Gate::Counted kind) {
   return kind == Gate::Counted::mark ? "mark" : "replacement";
@@ -88,10 +102,7 @@ void Gate::expire_locked() {
   const auto detail = fmt::format(
       "the circuit breaker reset itself: nothing was held back for breaker_reset_after={} s; the "
       "counts start again from 0{}",
-      after,
-      config_.mode == ActionMode::observe ? " (mode=observe still holds)"
-      : flags_.contains(kPaused)          ? " (the pause still holds)"
-                                          : "; the controller acts again");
+      after, still_holds(kTripped, "; the controller acts again"));
   log::warn("breaker: {}", detail);
   store_.forget_actions();
   change({{kTripped, std::nullopt}}, EventKind::actions_resumed, 0, detail);
@@ -216,10 +227,7 @@ std::string Gate::unpause(uid_t by) {
   std::lock_guard lock(mutex_);
   if (!flags_.contains(kPaused)) return "not paused";
   const auto detail =
-      fmt::format("unpaused by uid {}{}", by,
-                  config_.mode == ActionMode::observe ? " (mode=observe still holds)"
-                  : flags_.contains(kTripped)         ? " (the circuit breaker still holds)"
-                                                      : ": the controller acts again");
+      fmt::format("unpaused by uid {}{}", by, still_holds(kPaused, ": the controller acts again"));
   change({{kPaused, std::nullopt}}, EventKind::unpaused, by, detail);
   return detail;
 }
@@ -229,9 +237,7 @@ std::string Gate::resume_actions(uid_t by) {
   if (!flags_.contains(kTripped)) return "the circuit breaker is not tripped";
   const auto detail =
       fmt::format("the circuit breaker was reset by uid {}: the counts start again from 0{}", by,
-                  config_.mode == ActionMode::observe ? " (mode=observe still holds)"
-                  : flags_.contains(kPaused)          ? " (the pause still holds)"
-                                                      : "; the controller acts again");
+                  still_holds(kTripped, "; the controller acts again"));
   store_.forget_actions();
   change({{kTripped, std::nullopt}}, EventKind::actions_resumed, by, detail);
   return detail;

@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/protocol.hpp"
+#include "clock.hpp"
 #include "said_once.hpp"
 #include "store/store.hpp"
 
@@ -105,6 +105,10 @@ class Gate {
 
  private:
   std::optional<std::string> held_locked() const;
+  // What still holds the controller back once `lifted` (the pause or the
+  // breaker's flag) is lifted, as the end of its event's text; `acts` if
+  // nothing does.
+  const char* still_holds(const char* lifted, const char* acts) const;
   // A breaker tripped for breaker_reset_after with nothing held back since
   // resets itself (an event says so).
   void expire_locked();

@@ -45,12 +45,12 @@
 #include <string>
 #include <vector>
 
-#include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/process.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/resume.hpp"
 #include "calls.hpp"
+#include "clock.hpp"
 #include "gate.hpp"
 #include "log.hpp"
 #include "nodes/origin.hpp"

@@ -412,10 +412,7 @@ std::filesystem::path Provisioner::slurm_conf_path() const {
   return "/etc/slurm/slurm.conf";
 }
 
-namespace {
-// `path`'s modification time and size; nullopt if it cannot be read.
-std::optional<std::pair<std::filesystem::file_time_type, std::uintmax_t>> file_stamp(
-    const std::filesystem::path& path) {
+Provisioner::FileStamp Provisioner::file_stamp(const std::filesystem::path& path) {
   std::error_code error;
   const auto time = std::filesystem::last_write_time(path, error);
   if (error) return std::nullopt;
@@ -423,7 +420,6 @@ std::optional<std::pair<std::filesystem::file_time_type, std::uintmax_t>> file_s
   if (error) return std::nullopt;
   return std::pair{time, size};
 }
-}  // namespace
 
 include::AdminConf Provisioner::read_admin_conf() {
   if (admin_conf_ && std::ranges::all_of(admin_conf_->files, [](const auto& file) {

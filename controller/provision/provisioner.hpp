@@ -32,10 +32,10 @@
 #include <utility>
 #include <vector>
 
-#include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/process.hpp"
 #include "calls.hpp"
+#include "clock.hpp"
 #include "gate.hpp"
 #include "provision/instances.hpp"
 #include "provision/provision.hpp"
@@ -284,6 +284,8 @@ class Provisioner {
   std::map<std::string, std::string> group_errors_;  // group -> its file's error, said once
   // A file's modification time and size; nullopt: it does not exist.
   using FileStamp = std::optional<std::pair<std::filesystem::file_time_type, std::uintmax_t>>;
+  // `path`'s modification time and size; nullopt if it cannot be read.
+  static FileStamp file_stamp(const std::filesystem::path& path);
   struct AdminConfRead {
     std::vector<std::pair<std::filesystem::path, FileStamp>> files;  // each file looked at
     include::AdminConf conf;

@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
-#include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
+#include "clock.hpp"
 #include "resume/detail.hpp"  // whole_seconds
 #include "store/store.hpp"
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "autoresume/clock.hpp"
 #include "autoresume/text.hpp"  // join
+#include "clock.hpp"
 #include "store/step_moves.hpp"
 #include "store/store.hpp"
 

@@ -28,10 +28,10 @@
 #include <thread>
 #include <vector>
 
-#include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/resume.hpp"
 #include "calls.hpp"
+#include "clock.hpp"
 #include "nodes/node_keeper.hpp"
 #include "nodes/probe.hpp"
 #include "provision/provisioner.hpp"

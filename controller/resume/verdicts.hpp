@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
+#include "clock.hpp"
 #include "resume/step_reports.hpp"
 #include "store/store.hpp"
 

@@ -12,8 +12,8 @@
 #include <set>
 #include <string>
 
-#include "autoresume/clock.hpp"
 #include "autoresume/protocol.hpp"
+#include "clock.hpp"
 #include "nodes/node_keeper.hpp"
 #include "provision/provisioner.hpp"
 #include "resume/step_reports.hpp"

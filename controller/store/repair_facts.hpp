@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "autoresume/clock.hpp"
 #include "autoresume/protocol.hpp"
+#include "clock.hpp"
 
 namespace ar {
 

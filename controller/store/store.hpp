@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
-#include "autoresume/clock.hpp"
 #include "autoresume/connect.hpp"
 #include "autoresume/protocol.hpp"
 #include "autoresume/states.hpp"
+#include "clock.hpp"
 #include "provision/instances.hpp"
 #include "store/repair_facts.hpp"
 

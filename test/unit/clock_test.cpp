@@ -1,7 +1,7 @@
 // Stored moments (Stamp): durations by boot time within a boot, by wall
 // time across boots; the machine's clocks; the fake clock's wall steps.
 
-#include "autoresume/clock.hpp"
+#include "clock.hpp"
 
 #include <catch2/catch.hpp>
 #include <chrono>

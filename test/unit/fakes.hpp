@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "autoresume/clock.hpp"
 #include "autoresume/daemon_config.hpp"
 #include "autoresume/process.hpp"
+#include "clock.hpp"
 #include "nodes/probe.hpp"
 #include "resume/step_reports.hpp"
 #include "slurm_api.hpp"

@@ -1,4 +1,4 @@
-#include "autoresume/clock.hpp"
+#include "clock.hpp"
 
 #include <time.h>
 
