@@ -18,19 +18,6 @@ constexpr const char* kPaused = "paused";
 constexpr const char* kTripped = "tripped";
 constexpr std::int64_t kHour = 3600;
 
-}  // namespace
-
-const char* Gate::still_holds(const char* lifted, const char* acts) const {
-  if (config_.mode == ActionMode::observe) return " (mode=observe still holds)";
-  if (std::string_view(lifted) != kTripped && flags_.contains(kTripped))
-    return " (the circuit breaker still holds)";
-  if (std::string_view(lifted) != kPaused && flags_.contains(kPaused))
-    return " (the pause still holds)";
-  return acts;
-}
-
-namespace {
-
 const char* name_of(Gate::Counted kind) {
   return kind == Gate::Counted::mark ? "mark" : "replacement";
 }
@@ -55,6 +42,15 @@ std::string listed(const std::vector<std::string>& nodes) {
 std::string step_key(const StoredStep& step) { return "step " + step.key(); }
 
 }  // namespace
+
+const char* Gate::still_holds(const char* lifted, const char* acts) const {
+  if (config_.mode == ActionMode::observe) return " (mode=observe still holds)";
+  if (std::string_view(lifted) != kTripped && flags_.contains(kTripped))
+    return " (the circuit breaker still holds)";
+  if (std::string_view(lifted) != kPaused && flags_.contains(kPaused))
+    return " (the pause still holds)";
+  return acts;
+}
 
 std::string held_advice(const std::string& why) {
   if (why == "paused") return "the controller is paused until auto-resume unpause";

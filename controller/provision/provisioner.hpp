@@ -277,6 +277,10 @@ class Provisioner {
   // Since when the plan waits for nodes read after an operation began (tick).
   std::optional<Clock::Steady::time_point> plan_after_;
   void plan_after_now() { plan_after_ = clock_.now(); }
+  // An admin's command on `group` taken: its event (`kind`, `message` and
+  // who asked), planned on nodes read from now on, saved; `message` back.
+  std::string asked(const char* kind, const std::string& group, const std::string& message,
+                    uid_t uid);
   std::map<std::string, InstanceRecord> open_;       // token -> an instance not ended
   std::vector<ClusterEvent> events_;                 // to save
   std::vector<InstanceRecord> changed_records_;      // to save

@@ -140,8 +140,13 @@ std::string Provisioner::retry_group(const std::string& name, uid_t uid) {
   const auto message =
       what.empty() ? fmt::format("group {} was neither stopped nor waiting: nothing to retry", name)
                    : fmt::format("group {} creates again (it was {})", name, join(what, ", "));
-  events_.push_back({"group_retry", "info", "group", name, "",
-                     fmt::format("{} (asked by uid {})", message, uid)});
+  return asked("group_retry", name, message, uid);
+}
+
+std::string Provisioner::asked(const char* kind, const std::string& group,
+                               const std::string& message, uid_t uid) {
+  events_.push_back(
+      {kind, "info", "group", group, "", fmt::format("{} (asked by uid {})", message, uid)});
   plan_after_now();  // planned on nodes read from now on
   dirty_ = true;
   save();
@@ -162,12 +167,7 @@ std::string Provisioner::roll_group(const std::string& name, unsigned batch, uid
                          "group {}: {} instance(s) to replace, {} at a time (idle first; "
                          "each drained, its jobs end first)",
                          name, rolling, batch);
-  events_.push_back({"roll_started", "info", "group", name, "",
-                     fmt::format("{} (asked by uid {})", message, uid)});
-  plan_after_now();  // planned on nodes read from now on
-  dirty_ = true;
-  save();
-  return message;
+  return asked("roll_started", name, message, uid);
 }
 
 std::optional<std::string> Provisioner::lifecycle_log(const std::string& node) const {

@@ -37,12 +37,12 @@ def main(matrix, unit_tests, integration_list):
 
     rows = missing = 0
     for row in lines:
-        cells = row.split("|")
-        if not re.match(r"^\| *[0-9]+ *\|", row) or not cells[1].strip().isdigit():
+        numbered = re.match(r"^\| *([0-9]+) *\|", row)
+        if not numbered:
             continue
-        number = cells[1].strip()
+        number = numbered.group(1)
         rows += 1
-        shown = cells[-2]
+        shown = row.split("|")[-2]
         named = 0
         for name in re.findall(r'unit "([^"]+)"', shown):
             named += 1

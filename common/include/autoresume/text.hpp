@@ -2,6 +2,7 @@
 // Small text helpers shared across the project.
 
 #include <algorithm>
+#include <cctype>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -38,12 +39,10 @@ inline std::vector<std::string_view> blank_split(std::string_view text) {
 // digits, '_' and '-', starting with a letter, at most `max_bytes`.
 inline bool is_slurm_name(std::string_view text, std::size_t max_bytes) {
   const auto name_char = [](unsigned char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
+    return std::isalnum(c) != 0 || c == '_' || c == '-';
   };
-  const auto first = text.empty() ? '\0' : text.front();
   return !text.empty() && text.size() <= max_bytes &&
-         ((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z')) &&
+         std::isalpha(static_cast<unsigned char>(text.front())) != 0 &&
          std::ranges::all_of(text, name_char);
 }
 
