@@ -90,8 +90,16 @@ int main(int argc, char** argv) {
   app.add_flag("--check-config", check_only,
                "Load the configuration, print the effective settings (and on stderr the "
                "settings that contradict each other) and exit");
+  bool list_settings = false;
+  app.add_flag("--settings", list_settings,
+               "Print every key of the configuration file, with its default, the values it "
+               "takes and what it does, and exit");
   app.set_version_flag("-V,--version", std::string("auto-resumed ") + ar::kVersion);
   CLI11_PARSE(app, argc, argv);
+  if (list_settings) {
+    fmt::print("{}", ar::describe_settings());
+    return 0;
+  }
   // SIGHUP waits (blocked, so pending) until its handler is set below, and
   // again from the restart's exec on: a reload asked for while the daemon
   // starts or restarts is taken then, not fatal (SIGHUP's default). Every

@@ -3,12 +3,9 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <array>
-#include <cctype>
 #include <cstdio>
-#include <fstream>
+#include <functional>
 #include <set>
-#include <sstream>
 
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/plugin_config.hpp"
@@ -51,46 +48,6 @@ std::optional<Endpoint> parse_metrics_listen(std::string_view key, std::string_v
   }
   return parse_endpoint(key, value);
 }
-
-constexpr std::string_view kKnownKeys =
-    "listen, metrics_listen, notify_command, state_dir, provider, max_attempts, attempt_window, "
-    "healthy_after, hang_first_beat_timeout, hang_timeout_floor, hang_signal_grace, "
-    "max_hang_restarts, failure_check, failure_check_timeout, munge_socket, "
-    "backoff, probe_interval, slurm_read_interval, probe_failures, probe_max_silent_percent, "
-    "end_window, "
-    "repair_timeout, min_time_left, local_restart_command, "
-    "provider_command, provider_timeout, provider_retries, provider_backoff, heartbeat_timeout, "
-    "heartbeat_max_silent_percent, heartbeat_bind, spares, register_timeout, retention, "
-    "auth_timeout, "
-    "max_unauthenticated, max_user_connections, reserved_fds, privileged_connections, "
-    "max_job_steps_per_hour, max_user_steps_per_hour, max_store_mb, "
-    "mode, max_marks_per_hour, max_replacements_per_hour, breaker_reset_after, "
-    "node_provisioning, groups_dir, "
-    "provision_command, provision_timeout, create_timeout, max_parallel_creates, create_backoff, "
-    "create_alert_after, capacity_backoff, max_bootstrap_failures, min_count_timeout, "
-    "lifecycle_log_dir, orphan_timeout, slurm_conf, slurm_conf_include, "
-    "slurmctld_restart_command, slurmctld_restart_timeout";
-
-// The provisioning keys but node_provisioning itself.
-constexpr std::array<std::string_view, 16> kProvisionKeys = {"groups_dir",
-                                                             "provision_command",
-                                                             "provision_timeout",
-                                                             "create_timeout",
-                                                             "max_parallel_creates",
-                                                             "create_backoff",
-                                                             "create_alert_after",
-                                                             "capacity_backoff",
-                                                             "max_bootstrap_failures",
-                                                             "min_count_timeout",
-                                                             "lifecycle_log_dir",
-                                                             "orphan_timeout",
-                                                             "slurm_conf",
-                                                             "slurm_conf_include",
-                                                             "slurmctld_restart_command",
-                                                             "slurmctld_restart_timeout"};
-// The keys that work only with slurm_conf_include.
-constexpr std::array<std::string_view, 3> kIncludeKeys = {"slurm_conf", "slurmctld_restart_command",
-                                                          "slurmctld_restart_timeout"};
 
 // A command line split on blanks; the program is an absolute path.
 std::vector<std::string> parse_words(const std::string& key, std::string_view value) {
@@ -151,33 +108,6 @@ std::vector<HeartbeatBind> parse_heartbeat_bind(const std::string& key, std::str
   return binds;
 }
 
-// The connection limits; false for another key.
-bool apply_limit(DaemonConfig& config, const std::string& key, const std::string& value) {
-  auto count = [&](std::uint64_t max) {
-    return static_cast<unsigned>(parse_uint(key, value, 1, max));
-  };
-  if (key == "auth_timeout")
-    config.auth_timeout =
-        parse_seconds(key, value, std::chrono::seconds{60}, std::chrono::seconds{1});
-  else if (key == "max_unauthenticated")
-    config.max_unauthenticated = count(100'000);
-  else if (key == "max_user_connections")
-    config.max_user_connections = count(100'000);
-  else if (key == "reserved_fds")
-    config.reserved_fds = count(100'000);
-  else if (key == "privileged_connections")
-    config.privileged_connections = count(100'000);
-  else if (key == "max_job_steps_per_hour")
-    config.max_job_steps_per_hour = count(1'000'000);
-  else if (key == "max_user_steps_per_hour")
-    config.max_user_steps_per_hour = count(1'000'000);
-  else if (key == "max_store_mb")
-    config.max_store_mb = static_cast<unsigned>(parse_uint(key, value, 16, 1'048'576));
-  else
-    return false;
-  return true;
-}
-
 // A count (1 to 1,000,000) or a percent of the nodes ("5%": 1 to 100).
 ActionLimit parse_limit(const std::string& key, const std::string& value) {
   const bool percent = value.ends_with('%');
@@ -190,169 +120,371 @@ ActionLimit parse_limit(const std::string& key, const std::string& value) {
   }
 }
 
-// The guard rails' settings; false for another key.
-bool apply_provision(ProvisionConfig& config, const std::string& key, const std::string& value) {
-  using std::chrono::hours;
-  using std::chrono::seconds;
-  if (key == "node_provisioning") {
-    if (value == "off") {
-      config.mode = Provisioning::off;
-    } else if (value == "continuous") {
-      config.mode = Provisioning::continuous;
-    } else {
-      invalid_value(key, value, "expected off or continuous");
-    }
-  } else if (key == "groups_dir") {
-    config.groups_dir = parse_absolute_path(key, value);
-  } else if (key == "provision_command") {
-    config.command = parse_absolute_path(key, value);
-  } else if (key == "provision_timeout") {
-    config.timeout = parse_seconds(key, value, hours{24}, seconds{1});
-  } else if (key == "create_timeout") {
-    config.create_timeout = value == "0" ? std::chrono::milliseconds{0}
-                                         : parse_seconds(key, value, hours{24}, seconds{1});
-  } else if (key == "max_parallel_creates") {
-    config.max_parallel_creates = static_cast<unsigned>(parse_uint(key, value, 1, 10'000));
-  } else if (key == "create_backoff") {
-    config.create_backoff = parse_seconds(key, value, seconds{600}, seconds{1});
-  } else if (key == "create_alert_after") {
-    config.create_alert_after = static_cast<unsigned>(parse_uint(key, value, 1, 1000));
-  } else if (key == "capacity_backoff") {
-    config.capacity_backoff = parse_seconds(key, value, hours{24}, seconds{1});
-  } else if (key == "max_bootstrap_failures") {
-    config.max_bootstrap_failures = static_cast<unsigned>(parse_uint(key, value, 1, 1000));
-  } else if (key == "min_count_timeout") {
-    config.min_count_timeout = parse_seconds(key, value, hours{24 * 7}, seconds{1});
-  } else if (key == "lifecycle_log_dir") {
-    config.lifecycle_log_dir = parse_absolute_path(key, value);
-  } else if (key == "orphan_timeout") {
-    config.orphan_timeout = std::chrono::seconds{parse_uint(key, value, 0, 7 * 24 * 3600)};
-  } else if (key == "slurm_conf") {
-    config.slurm_conf = parse_absolute_path(key, value);
-  } else if (key == "slurm_conf_include") {
-    config.slurm_conf_include = parse_absolute_path(key, value);
-  } else if (key == "slurmctld_restart_command") {
-    config.slurmctld_restart_command = parse_words(key, value);
-  } else if (key == "slurmctld_restart_timeout") {
-    config.slurmctld_restart_timeout = parse_seconds(key, value, seconds{3600}, seconds{1});
-  } else {
-    return false;
-  }
-  return true;
+// "0.1 s", "600 s", "24 h", "7 days": a bound of a duration, for people.
+std::string duration_text(std::chrono::milliseconds ms) {
+  const auto s = ms.count() / 1000;
+  if (ms.count() % 1000 != 0 || s < 3600) return seconds_text(ms) + " s";
+  if (s % 86400 == 0 && s > 86400) return std::to_string(s / 86400) + " days";
+  if (s % 3600 == 0) return std::to_string(s / 3600) + " h";
+  return std::to_string(s) + " s";
 }
 
-bool apply_guard(DaemonConfig& config, const std::string& key, const std::string& value) {
-  if (key == "mode") {
-    if (value == "act")
-      config.mode = ActionMode::act;
-    else if (value == "observe")
-      config.mode = ActionMode::observe;
-    else
-      invalid_value(key, value, "expected act or observe");
-  } else if (key == "max_marks_per_hour") {
-    config.max_marks_per_hour = parse_limit(key, value);
-  } else if (key == "max_replacements_per_hour") {
-    config.max_replacements_per_hour = parse_limit(key, value);
-  } else if (key == "breaker_reset_after") {
-    config.breaker_reset_after = value == "0"
-                                     ? std::chrono::milliseconds{0}
-                                     : parse_seconds(key, value, std::chrono::hours{24 * 30});
-  } else {
-    return false;
-  }
-  return true;
+// ---- The table: every key of the file, one row each ----
+//
+// A row says how its value is read (parse) and written back (value), what
+// it takes, what it does in one line, what must be on for it to be set at
+// all, and when the effective configuration prints it. apply(), render(),
+// the unknown-key error, the provisioning keys' checks and
+// `auto-resumed --settings` are all made from it; the man page and the
+// example file are checked against `--settings` (test/smoke/man_keys.sh).
+
+// What must be on for a key to be set: nothing, node_provisioning, or
+// slurm_conf_include too (merge mode).
+enum class Needs { nothing, provisioning, include };
+
+using Parse = std::function<void(DaemonConfig&, const std::string& key, const std::string& value)>;
+using Value = std::function<std::string(const DaemonConfig&)>;
+
+// How a key's value is read and written, and what it takes.
+struct Kind {
+  Parse parse;
+  Value value;  // as the file would write it; empty: unset
+  std::string values;
+};
+
+struct Setting {
+  std::string_view key;
+  Kind kind;
+  std::string_view doc;
+  Needs needs = Needs::nothing;
+  // render() prints the key only where this holds; null: always.
+  bool (*shown)(const DaemonConfig&) = nullptr;
+  // Said instead of a default, for a key the file must set.
+  std::string_view no_default = {};
+};
+
+template <class T>
+T& at(DaemonConfig& config, T DaemonConfig::*member) {
+  return config.*member;
+}
+template <class T>
+T& at(DaemonConfig& config, T ProvisionConfig::*member) {
+  return config.provision.*member;
+}
+template <class T>
+const T& at(const DaemonConfig& config, T DaemonConfig::*member) {
+  return config.*member;
+}
+template <class T>
+const T& at(const DaemonConfig& config, T ProvisionConfig::*member) {
+  return config.provision.*member;
+}
+
+// A whole number from min to max.
+template <class M>
+Kind count(M member, std::uint64_t min, std::uint64_t max) {
+  return {[=](DaemonConfig& c, const std::string& key, const std::string& value) {
+            at(c, member) = static_cast<unsigned>(parse_uint(key, value, min, max));
+          },
+          [=](const DaemonConfig& c) { return std::to_string(at(c, member)); },
+          std::to_string(min) + " to " + std::to_string(max)};
+}
+
+// Seconds, fractions allowed, from min (by default 0.1 s) to max; with
+// `zero`, 0 too (whatever 0 means for the key: its doc says).
+struct Span {
+  std::chrono::milliseconds max;
+  std::chrono::milliseconds min{100};
+  bool zero = false;
+};
+template <class M>
+Kind duration(M member, Span span) {
+  return {[=](DaemonConfig& c, const std::string& key, const std::string& value) {
+            at(c, member) = span.zero && value == "0"
+                                ? std::chrono::milliseconds{0}
+                                : parse_seconds(key, value, span.max, span.min);
+          },
+          [=](const DaemonConfig& c) { return seconds_text(at(c, member)); },
+          std::string(span.zero ? "0, or " : "") + duration_text(span.min) + " to " +
+              duration_text(span.max)};
+}
+
+// An absolute path (a std::string or a std::filesystem::path member).
+template <class M>
+Kind path(M member) {
+  return {[=](DaemonConfig& c, const std::string& key, const std::string& value) {
+            at(c, member) = parse_absolute_path(key, value);
+          },
+          [=](const DaemonConfig& c) { return std::filesystem::path(at(c, member)).string(); },
+          "an absolute path"};
+}
+
+// A circuit breaker's limit: a count or a percent of the nodes.
+Kind limit(ActionLimit DaemonConfig::*member) {
+  return {[=](DaemonConfig& c, const std::string& key, const std::string& value) {
+            c.*member = parse_limit(key, value);
+          },
+          [=](const DaemonConfig& c) { return (c.*member).str(); },
+          "a count (1 to 1000000), or a percent of the nodes (1% to 100%, at least 2 nodes)"};
+}
+
+// One of two words; `first` sets the flag.
+Kind choice(bool DaemonConfig::*member, std::string_view first, std::string_view second) {
+  return {[=](DaemonConfig& c, const std::string& key, const std::string& value) {
+            if (value != first && value != second)
+              invalid_value(key, value,
+                            "expected " + std::string(first) + " or " + std::string(second));
+            c.*member = value == first;
+          },
+          [=](const DaemonConfig& c) { return std::string(c.*member ? first : second); },
+          std::string(first) + " or " + std::string(second)};
+}
+
+bool provisioning_on(const DaemonConfig& c) { return c.provision.mode == Provisioning::continuous; }
+bool merge_mode(const DaemonConfig& c) {
+  return provisioning_on(c) && !c.provision.slurm_conf_include.empty();
+}
+
+const std::vector<Setting>& settings() {
+  using std::chrono::hours;
+  using std::chrono::minutes;
+  using std::chrono::seconds;
+  using C = DaemonConfig;
+  using P = ProvisionConfig;
+  constexpr auto days = [](long long n) { return hours{24 * n}; };
+  static const std::vector<Setting> table = {
+      {"listen",
+       {[](C& c, const std::string& key, const std::string& value) {
+          c.listen = parse_endpoint(key, value);
+        },
+        [](const C& c) { return c.listen.str(); }, "HOST:PORT"},
+       "the address to listen on: every login host, batch host and node must reach it"},
+      {"metrics_listen",
+       {[](C& c, const std::string& key, const std::string& value) {
+          c.metrics_listen = parse_metrics_listen(key, value);
+        },
+        [](const C& c) { return c.metrics_listen ? c.metrics_listen->str() : "off"; },
+        "off, PORT (on 127.0.0.1) or HOST:PORT"},
+       "the Prometheus endpoint (HTTP GET /metrics); it names node groups, so keep it on loopback "
+       "or a monitoring network"},
+      {"state_dir", path(&C::state_dir),
+       "the store's folder: the controller's own, mode 700, on local disk"},
+      {"provider",
+       {[](C& c, const std::string&, const std::string& value) {
+          c.provider = parse_provider(value);
+        },
+        [](const C& c) { return std::string(to_string(c.provider)); }, "local, command or spares"},
+       "how failed nodes are replaced (local is for development and tests)",
+       Needs::nothing,
+       nullptr,
+       "none: the file must name it"},
+      {"max_attempts", count(&C::max_attempts, 0, 100),
+       "relaunches of one run within attempt_window before it is given up"},
+      {"attempt_window", duration(&C::attempt_window, {.max = days(3650), .min = seconds{1}}),
+       "the window max_attempts counts over"},
+      {"healthy_after", duration(&C::healthy_after, {.max = days(3650), .zero = true}),
+       "an attempt that runs this long starts the count and the backoff over (0: off)"},
+      {"hang_first_beat_timeout",
+       duration(&C::hang_first_beat_timeout, {.max = days(7), .min = seconds{1}}),
+       "an attempt of a run that sent progress before must send it this soon after its start"},
+      {"hang_timeout_floor", duration(&C::hang_timeout_floor, {.max = days(7), .min = seconds{1}}),
+       "the shortest timeout --auto-resume-hang-timeout=auto learns"},
+      {"hang_signal_grace", duration(&C::hang_signal_grace, {.max = seconds{600}, .zero = true}),
+       "after the hang signal reached a hung step's tasks, the wait before the step is cancelled"},
+      {"max_hang_restarts", count(&C::max_hang_restarts, 0, 100),
+       "hangs in a row relaunched with no new highest training step; the next ends in give_up"},
+      {"failure_check", choice(&C::failure_check, "quick", "none"),
+       "after a step failed with no node at fault, or hung: the node agents' quick checks "
+       "(none: off)"},
+      {"failure_check_timeout",
+       duration(&C::failure_check_timeout, {.max = seconds{600}, .min = seconds{1}}),
+       "the longest a verdict waits for the quick checks"},
+      {"backoff", duration(&C::backoff, {.max = C::kMaxBackoff, .zero = true}),
+       "the wait before a run's second relaunch, doubled for each further one"},
+      {"probe_interval", duration(&C::probe_interval, {.max = seconds{60}}),
+       "between probes of the slurmds under protected steps"},
+      {"slurm_read_interval", duration(&C::slurm_read_interval, {.max = seconds{60}, .zero = true}),
+       "between reads of slurmctld's nodes and jobs while nothing is under way (0: at every look)"},
+      {"probe_failures", count(&C::probe_failures, 0, 100),
+       "missed probes in a row that make a node failed (0: no probes)"},
+      {"probe_max_silent_percent", count(&C::probe_max_silent_percent, 1, 100),
+       "while more of the probed nodes than this are silent at once, none counts"},
+      {"end_window", duration(&C::end_window, {.max = seconds{600}}),
+       "after a step ended, how long to look for a failed node before answering no_fault"},
+      {"repair_timeout", duration(&C::repair_timeout, {.max = hours{24}, .min = seconds{1}}),
+       "a repair not done this long is given up (srun exits 75)"},
+      {"retention", duration(&C::retention, {.max = days(3650), .min = hours{1}}),
+       "how long decided steps and events are kept"},
+      {"min_time_left", duration(&C::min_time_left, {.max = days(365), .zero = true}),
+       "no relaunch with less of the job's time limit left"},
+      {"provider_timeout", duration(&C::provider_timeout, {.max = hours{24}, .min = seconds{1}}),
+       "the longest one provider call may take"},
+      {"provider_retries", count(&C::provider_retries, 1, 100),
+       "provider calls before a replacement is reported failed"},
+      {"provider_backoff", duration(&C::provider_backoff, {.max = minutes{10}, .zero = true}),
+       "the wait before the second provider call, doubled for each further one"},
+      {"register_timeout", duration(&C::register_timeout, {.max = hours{24}, .min = seconds{1}}),
+       "how long a new instance may take to register with slurmctld"},
+      {"heartbeat_timeout",
+       duration(&C::heartbeat_timeout, {.max = hours{1}, .min = seconds{1}, .zero = true}),
+       "silence of a node's agent, its slurmd not answering either, that marks the node (0: off)"},
+      {"heartbeat_max_silent_percent", count(&C::heartbeat_max_silent_percent, 1, 100),
+       "while more of the nodes heard from than this are silent at once, none is marked"},
+      {"auth_timeout", duration(&C::auth_timeout, {.max = seconds{60}, .min = seconds{1}}),
+       "the longest a connection may take to authenticate"},
+      {"max_unauthenticated", count(&C::max_unauthenticated, 1, 100'000),
+       "connections waiting to authenticate at once"},
+      {"max_user_connections", count(&C::max_user_connections, 1, 100'000),
+       "connections of one user other than root and SlurmUser (each protected srun holds one)"},
+      {"reserved_fds", count(&C::reserved_fds, 1, 100'000),
+       "descriptors never used for connections (the controller's own work)"},
+      {"privileged_connections", count(&C::privileged_connections, 1, 100'000),
+       "descriptors kept for root's and SlurmUser's connections"},
+      {"max_job_steps_per_hour", count(&C::max_job_steps_per_hour, 1, 1'000'000),
+       "protected steps one job may register within an hour; the next run unprotected"},
+      {"max_user_steps_per_hour", count(&C::max_user_steps_per_hour, 1, 1'000'000),
+       "protected steps all the jobs of one user may register within an hour"},
+      {"max_store_mb", count(&C::max_store_mb, 16, 1'048'576),
+       "MiB the store's data may take; at it, new steps run unprotected"},
+      {"mode",
+       {[](C& c, const std::string& key, const std::string& value) {
+          if (value == "act")
+            c.mode = ActionMode::act;
+          else if (value == "observe")
+            c.mode = ActionMode::observe;
+          else
+            invalid_value(key, value, "expected act or observe");
+        },
+        [](const C& c) { return std::string(to_string(c.mode)); }, "act or observe"},
+       "observe: act on nothing, log what would be done"},
+      {"max_marks_per_hour", limit(&C::max_marks_per_hour),
+       "node marks within an hour, of repairs not succeeded, before the circuit breaker trips"},
+      {"max_replacements_per_hour", limit(&C::max_replacements_per_hour),
+       "node replacements within an hour, of repairs not succeeded, before the breaker trips"},
+      {"breaker_reset_after", duration(&C::breaker_reset_after, {.max = days(30), .zero = true}),
+       "a tripped breaker resets itself after this long with nothing held back (0: only "
+       "auto-resume resume-actions)"},
+      {"spares", count(&C::spares, 1, 1000), "provider=spares: spare nodes kept per partition",
+       Needs::nothing, [](const C& c) { return c.provider == ProviderKind::spares; }},
+      {"heartbeat_bind",
+       {[](C& c, const std::string& key, const std::string& value) {
+          c.heartbeat_bind = parse_heartbeat_bind(key, value);
+        },
+        [](const C& c) {
+          std::vector<std::string> entries;
+          for (const auto& bind : c.heartbeat_bind) entries.push_back(bind.str());
+          return join(entries, " ");
+        },
+        "NODES=ADDRESS[/PREFIX] ..., blank-separated"},
+       "more addresses the nodes' heartbeats may come from, besides NodeAddr and NodeHostname",
+       Needs::nothing,
+       [](const C& c) { return !c.heartbeat_bind.empty(); }},
+      {"provider_command", path(&C::provider_command),
+       "provider=command (required) or spares: the program run as PROGRAM replace NODE",
+       Needs::nothing, [](const C& c) { return !c.provider_command.empty(); }},
+      {"notify_command", path(&C::notify_command),
+       "run as Slurm's MailProg for each requeued and give_up verdict", Needs::nothing,
+       [](const C& c) { return !c.notify_command.empty(); }},
+      {"munge_socket", path(&C::munge_socket), "munged's socket (unset: munge's own)",
+       Needs::nothing, [](const C& c) { return !c.munge_socket.empty(); }},
+      {"node_provisioning",
+       {[](C& c, const std::string& key, const std::string& value) {
+          if (value == "off")
+            c.provision.mode = Provisioning::off;
+          else if (value == "continuous")
+            c.provision.mode = Provisioning::continuous;
+          else
+            invalid_value(key, value, "expected off or continuous");
+        },
+        [](const C& c) { return std::string(to_string(c.provision.mode)); }, "off or continuous"},
+       "continuous: keep each node group at its count (needs provision_command)",
+       Needs::nothing,
+       provisioning_on},
+      {"groups_dir", path(&P::groups_dir),
+       "the group files' folder, one NAME.conf a group: the controller's own", Needs::provisioning,
+       provisioning_on},
+      {"provision_command", path(&P::command),
+       "the provider program (create, terminate, list); required by node_provisioning=continuous",
+       Needs::provisioning, provisioning_on},
+      {"provision_timeout", duration(&P::timeout, {.max = hours{24}, .min = seconds{1}}),
+       "the longest one call of provision_command may take", Needs::provisioning, provisioning_on},
+      {"create_timeout",
+       duration(&P::create_timeout, {.max = hours{24}, .min = seconds{1}, .zero = true}),
+       "a create not returned this long is abandoned and its slot tries again (0: wait for "
+       "provision_timeout)",
+       Needs::provisioning, provisioning_on},
+      {"max_parallel_creates", count(&P::max_parallel_creates, 1, 10'000),
+       "creates in flight, all groups together", Needs::provisioning, provisioning_on},
+      {"create_backoff", duration(&P::create_backoff, {.max = seconds{600}, .min = seconds{1}}),
+       "a slot's wait after a retryable failure, doubled for each further one up to 600 s",
+       Needs::provisioning, provisioning_on},
+      {"create_alert_after", count(&P::create_alert_after, 1, 1000),
+       "retryable failures in a row before a create_failing event", Needs::provisioning,
+       provisioning_on},
+      {"capacity_backoff", duration(&P::capacity_backoff, {.max = hours{24}, .min = seconds{1}}),
+       "a group's wait after the provider had no capacity", Needs::provisioning, provisioning_on},
+      {"max_bootstrap_failures", count(&P::max_bootstrap_failures, 1, 1000),
+       "lifecycle failures in a row that stop a group", Needs::provisioning, provisioning_on},
+      {"min_count_timeout", duration(&P::min_count_timeout, {.max = days(7), .min = seconds{1}}),
+       "how long an operation may wait for min_count before it rolls back", Needs::provisioning,
+       provisioning_on},
+      {"lifecycle_log_dir", path(&P::lifecycle_log_dir), "where the lifecycle scripts' output goes",
+       Needs::provisioning, provisioning_on},
+      {"orphan_timeout",
+       {[](C& c, const std::string& key, const std::string& value) {
+          c.provision.orphan_timeout = seconds{parse_uint(key, value, 0, 7 * 24 * 3600)};
+        },
+        [](const C& c) { return seconds_text(c.provision.orphan_timeout); },
+        "0 to 604800 whole seconds"},
+       "an instance the provider lists and the controller does not know is terminated after this "
+       "long (0: never)",
+       Needs::provisioning,
+       provisioning_on},
+      {"slurm_conf_include", path(&P::slurm_conf_include),
+       "merge mode: the include file the controller writes (unset: the admin declares the slots)",
+       Needs::provisioning, merge_mode},
+      {"slurm_conf", path(&P::slurm_conf),
+       "merge mode: the slurm.conf checked for the Include line (unset: $SLURM_CONF, else "
+       "/etc/slurm/slurm.conf)",
+       Needs::include, [](const C& c) { return merge_mode(c) && !c.provision.slurm_conf.empty(); }},
+      {"slurmctld_restart_command",
+       {[](C& c, const std::string& key, const std::string& value) {
+          c.provision.slurmctld_restart_command = parse_words(key, value);
+        },
+        [](const C& c) { return join(c.provision.slurmctld_restart_command, " "); },
+        "an absolute path and its arguments"},
+       "merge mode: run for a change of the NodeName lines (unset: a restart_required event)",
+       Needs::include,
+       [](const C& c) { return merge_mode(c) && !c.provision.slurmctld_restart_command.empty(); }},
+      {"slurmctld_restart_timeout",
+       duration(&P::slurmctld_restart_timeout, {.max = seconds{3600}, .min = seconds{1}}),
+       "merge mode: the restart command plus slurmctld's answer may take this long", Needs::include,
+       merge_mode},
+      {"local_restart_command",
+       {[](C& c, const std::string& key, const std::string& value) {
+          c.local_restart_command = parse_command(key, value);
+        },
+        [](const C& c) { return join(c.local_restart_command, " "); },
+        "an absolute path and its arguments, {node} among them"},
+       "provider=local, or spares without provider_command: restarts a node's slurmd",
+       Needs::nothing,
+       [](const C& c) { return !c.local_restart_command.empty(); }},
+  };
+  return table;
+}
+
+const Setting* find_setting(std::string_view key) {
+  for (const auto& setting : settings())
+    if (setting.key == key) return &setting;
+  return nullptr;
 }
 
 void apply(DaemonConfig& config, const std::string& key, const std::string& value) {
-  if (key == "listen") {
-    config.listen = parse_endpoint(key, value);
-  } else if (key == "metrics_listen") {
-    config.metrics_listen = parse_metrics_listen(key, value);
-  } else if (key == "state_dir") {
-    config.state_dir = parse_absolute_path(key, value);
-  } else if (key == "provider") {
-    config.provider = parse_provider(value);
-  } else if (key == "max_attempts") {
-    config.max_attempts = static_cast<unsigned>(parse_uint(key, value, 0, 100));
-  } else if (key == "attempt_window") {
-    config.attempt_window =
-        parse_seconds(key, value, std::chrono::hours{24 * 3650}, std::chrono::seconds{1});
-  } else if (key == "healthy_after") {
-    config.healthy_after = value == "0" ? std::chrono::milliseconds{0}
-                                        : parse_seconds(key, value, std::chrono::hours{24 * 3650});
-  } else if (key == "hang_first_beat_timeout") {
-    config.hang_first_beat_timeout =
-        parse_seconds(key, value, std::chrono::hours{24 * 7}, std::chrono::seconds{1});
-  } else if (key == "hang_timeout_floor") {
-    config.hang_timeout_floor =
-        parse_seconds(key, value, std::chrono::hours{24 * 7}, std::chrono::seconds{1});
-  } else if (key == "hang_signal_grace") {
-    config.hang_signal_grace = value == "0" ? std::chrono::milliseconds{0}
-                                            : parse_seconds(key, value, std::chrono::seconds{600});
-  } else if (key == "failure_check") {
-    if (value != "quick" && value != "none") invalid_value(key, value, "expected quick or none");
-    config.failure_check = value == "quick";
-  } else if (key == "failure_check_timeout") {
-    config.failure_check_timeout =
-        parse_seconds(key, value, std::chrono::seconds{600}, std::chrono::seconds{1});
-  } else if (key == "max_hang_restarts") {
-    config.max_hang_restarts = static_cast<unsigned>(parse_uint(key, value, 0, 100));
-  } else if (key == "munge_socket") {
-    config.munge_socket = parse_absolute_path(key, value);
-  } else if (key == "backoff") {
-    config.backoff = value == "0" ? std::chrono::milliseconds{0}
-                                  : parse_seconds(key, value, DaemonConfig::kMaxBackoff);
-  } else if (key == "probe_interval") {
-    config.probe_interval = parse_seconds(key, value, std::chrono::seconds{60});
-  } else if (key == "slurm_read_interval") {
-    config.slurm_read_interval = value == "0" ? std::chrono::milliseconds{0}
-                                              : parse_seconds(key, value, std::chrono::seconds{60});
-  } else if (key == "probe_failures") {
-    config.probe_failures = static_cast<unsigned>(parse_uint(key, value, 0, 100));
-  } else if (key == "probe_max_silent_percent") {
-    config.probe_max_silent_percent = static_cast<unsigned>(parse_uint(key, value, 1, 100));
-  } else if (key == "end_window") {
-    config.end_window = parse_seconds(key, value, std::chrono::seconds{600});
-  } else if (key == "retention") {
-    config.retention =
-        parse_seconds(key, value, std::chrono::hours{24 * 3650}, std::chrono::hours{1});
-  } else if (key == "repair_timeout") {
-    config.repair_timeout =
-        parse_seconds(key, value, std::chrono::hours{24}, std::chrono::seconds{1});
-  } else if (key == "min_time_left") {
-    config.min_time_left = value == "0" ? std::chrono::milliseconds{0}
-                                        : parse_seconds(key, value, std::chrono::hours{24 * 365});
-  } else if (key == "local_restart_command") {
-    config.local_restart_command = parse_command(key, value);
-  } else if (key == "provider_command") {
-    config.provider_command = parse_absolute_path(key, value);
-  } else if (key == "notify_command") {
-    config.notify_command = parse_absolute_path(key, value);
-  } else if (key == "provider_timeout") {
-    config.provider_timeout =
-        parse_seconds(key, value, std::chrono::hours{24}, std::chrono::seconds{1});
-  } else if (key == "provider_retries") {
-    config.provider_retries = static_cast<unsigned>(parse_uint(key, value, 1, 100));
-  } else if (key == "provider_backoff") {
-    config.provider_backoff = value == "0" ? std::chrono::milliseconds{0}
-                                           : parse_seconds(key, value, std::chrono::minutes{10});
-  } else if (key == "register_timeout") {
-    config.register_timeout =
-        parse_seconds(key, value, std::chrono::hours{24}, std::chrono::seconds{1});
-  } else if (key == "heartbeat_timeout") {
-    config.heartbeat_timeout =
-        value == "0" ? std::chrono::milliseconds{0}
-                     : parse_seconds(key, value, std::chrono::hours{1}, std::chrono::seconds{1});
-  } else if (key == "heartbeat_bind") {
-    config.heartbeat_bind = parse_heartbeat_bind(key, value);
-  } else if (key == "spares") {
-    config.spares = static_cast<unsigned>(parse_uint(key, value, 1, 1000));
-  } else if (key == "heartbeat_max_silent_percent") {
-    config.heartbeat_max_silent_percent = static_cast<unsigned>(parse_uint(key, value, 1, 100));
-  } else if (!apply_limit(config, key, value) && !apply_guard(config, key, value) &&
-             !apply_provision(config.provision, key, value)) {
-    throw ConfigError("unknown key '" + key + "' (known: " + std::string(kKnownKeys) + ")");
-  }
+  if (const auto* setting = find_setting(key)) return setting->kind.parse(config, key, value);
+  std::string known;
+  for (const auto& setting : settings())
+    known += (known.empty() ? "" : ", ") + std::string(setting.key);
+  throw ConfigError("unknown key '" + key + "' (known: " + known + ")");
 }
 
 }  // namespace
@@ -390,20 +522,26 @@ namespace {
 
 void check_provision(const ProvisionConfig& config, const std::set<std::string>& seen,
                      std::string_view origin) {
+  const auto set = [&](Needs needs) -> const Setting* {
+    for (const auto& setting : settings())
+      if ((setting.needs == needs ||
+           (needs == Needs::provisioning && setting.needs == Needs::include)) &&
+          seen.contains(std::string(setting.key)))
+        return &setting;
+    return nullptr;
+  };
   if (config.mode == Provisioning::off) {
-    for (const auto key : kProvisionKeys)
-      if (seen.contains(std::string(key)))
-        throw ConfigError(std::string(origin) + ": " + std::string(key) +
-                          " is set but node_provisioning is off (node_provisioning=continuous "
-                          "turns it on)");
+    if (const auto* setting = set(Needs::provisioning))
+      throw ConfigError(std::string(origin) + ": " + std::string(setting->key) +
+                        " is set but node_provisioning is off (node_provisioning=continuous "
+                        "turns it on)");
     return;
   }
   if (config.slurm_conf_include.empty())
-    for (const auto key : kIncludeKeys)
-      if (seen.contains(std::string(key)))
-        throw ConfigError(std::string(origin) + ": " + std::string(key) +
-                          " is set but slurm_conf_include is not (the include file the "
-                          "controller writes; without it the admin declares the slots)");
+    if (const auto* setting = set(Needs::include))
+      throw ConfigError(std::string(origin) + ": " + std::string(setting->key) +
+                        " is set but slurm_conf_include is not (the include file the "
+                        "controller writes; without it the admin declares the slots)");
   if (config.command.empty())
     throw ConfigError(std::string(origin) +
                       ": node_provisioning=continuous needs provision_command (the program run "
@@ -445,88 +583,31 @@ DaemonConfig load_daemon_config(const std::filesystem::path& file) {
 }
 
 std::string render(const DaemonConfig& config) {
-  std::ostringstream out;
-  out << "listen=" << config.listen.str() << "\n"
-      << "metrics_listen=" << (config.metrics_listen ? config.metrics_listen->str() : "off") << "\n"
-      << "state_dir=" << config.state_dir.string() << "\n"
-      << "provider=" << to_string(config.provider) << "\n"
-      << "max_attempts=" << config.max_attempts << "\n"
-      << "attempt_window=" << seconds_text(config.attempt_window) << "\n"
-      << "healthy_after=" << seconds_text(config.healthy_after) << "\n"
-      << "hang_first_beat_timeout=" << seconds_text(config.hang_first_beat_timeout) << "\n"
-      << "hang_timeout_floor=" << seconds_text(config.hang_timeout_floor) << "\n"
-      << "hang_signal_grace=" << seconds_text(config.hang_signal_grace) << "\n"
-      << "max_hang_restarts=" << config.max_hang_restarts << "\n"
-      << "failure_check=" << (config.failure_check ? "quick" : "none") << "\n"
-      << "failure_check_timeout=" << seconds_text(config.failure_check_timeout) << "\n"
-      << "backoff=" << seconds_text(config.backoff) << "\n"
-      << "probe_interval=" << seconds_text(config.probe_interval) << "\n"
-      << "slurm_read_interval=" << seconds_text(config.slurm_read_interval) << "\n"
-      << "probe_failures=" << config.probe_failures << "\n"
-      << "probe_max_silent_percent=" << config.probe_max_silent_percent << "\n"
-      << "end_window=" << seconds_text(config.end_window) << "\n"
-      << "repair_timeout=" << seconds_text(config.repair_timeout) << "\n"
-      << "retention=" << seconds_text(config.retention) << "\n"
-      << "min_time_left=" << seconds_text(config.min_time_left) << "\n"
-      << "provider_timeout=" << seconds_text(config.provider_timeout) << "\n"
-      << "provider_retries=" << config.provider_retries << "\n"
-      << "provider_backoff=" << seconds_text(config.provider_backoff) << "\n"
-      << "register_timeout=" << seconds_text(config.register_timeout) << "\n"
-      << "heartbeat_timeout=" << seconds_text(config.heartbeat_timeout) << "\n"
-      << "heartbeat_max_silent_percent=" << config.heartbeat_max_silent_percent << "\n"
-      << "auth_timeout=" << seconds_text(config.auth_timeout) << "\n"
-      << "max_unauthenticated=" << config.max_unauthenticated << "\n"
-      << "max_user_connections=" << config.max_user_connections << "\n"
-      << "reserved_fds=" << config.reserved_fds << "\n"
-      << "privileged_connections=" << config.privileged_connections << "\n"
-      << "max_job_steps_per_hour=" << config.max_job_steps_per_hour << "\n"
-      << "max_user_steps_per_hour=" << config.max_user_steps_per_hour << "\n"
-      << "max_store_mb=" << config.max_store_mb << "\n"
-      << "mode=" << to_string(config.mode) << "\n"
-      << "max_marks_per_hour=" << config.max_marks_per_hour.str() << "\n"
-      << "max_replacements_per_hour=" << config.max_replacements_per_hour.str() << "\n"
-      << "breaker_reset_after=" << seconds_text(config.breaker_reset_after) << "\n";
-  if (config.provider == ProviderKind::spares) out << "spares=" << config.spares << "\n";
-  if (!config.heartbeat_bind.empty()) {
-    out << "heartbeat_bind=";
-    for (std::size_t i = 0; i < config.heartbeat_bind.size(); ++i)
-      out << (i ? " " : "") << config.heartbeat_bind[i].str();
-    out << "\n";
+  std::string out;
+  for (const auto& setting : settings())
+    if (!setting.shown || setting.shown(config))
+      out += std::string(setting.key) + "=" + setting.kind.value(config) + "\n";
+  return out;
+}
+
+std::vector<SettingInfo> daemon_settings() {
+  const DaemonConfig defaults;
+  std::vector<SettingInfo> infos;
+  for (const auto& setting : settings()) {
+    auto value = setting.kind.value(defaults);
+    if (!setting.no_default.empty()) value = setting.no_default;
+    infos.push_back({std::string(setting.key), value.empty() ? "unset" : value, setting.kind.values,
+                     std::string(setting.doc)});
   }
-  if (!config.provider_command.empty())
-    out << "provider_command=" << config.provider_command.string() << "\n";
-  if (!config.notify_command.empty())
-    out << "notify_command=" << config.notify_command.string() << "\n";
-  if (!config.munge_socket.empty()) out << "munge_socket=" << config.munge_socket << "\n";
-  if (const auto& p = config.provision; p.mode == Provisioning::continuous) {
-    out << "node_provisioning=" << to_string(p.mode) << "\n"
-        << "groups_dir=" << p.groups_dir.string() << "\n"
-        << "provision_command=" << p.command.string() << "\n"
-        << "provision_timeout=" << seconds_text(p.timeout) << "\n"
-        << "create_timeout=" << seconds_text(p.create_timeout) << "\n"
-        << "max_parallel_creates=" << p.max_parallel_creates << "\n"
-        << "create_backoff=" << seconds_text(p.create_backoff) << "\n"
-        << "create_alert_after=" << p.create_alert_after << "\n"
-        << "capacity_backoff=" << seconds_text(p.capacity_backoff) << "\n"
-        << "max_bootstrap_failures=" << p.max_bootstrap_failures << "\n"
-        << "min_count_timeout=" << seconds_text(p.min_count_timeout) << "\n"
-        << "lifecycle_log_dir=" << p.lifecycle_log_dir.string() << "\n"
-        << "orphan_timeout=" << seconds_text(p.orphan_timeout) << "\n";
-    if (!p.slurm_conf_include.empty()) {
-      out << "slurm_conf_include=" << p.slurm_conf_include.string() << "\n";
-      if (!p.slurm_conf.empty()) out << "slurm_conf=" << p.slurm_conf.string() << "\n";
-      if (!p.slurmctld_restart_command.empty())
-        out << "slurmctld_restart_command=" << join(p.slurmctld_restart_command, " ") << "\n";
-      out << "slurmctld_restart_timeout=" << seconds_text(p.slurmctld_restart_timeout) << "\n";
-    }
-  }
-  if (!config.local_restart_command.empty()) {
-    out << "local_restart_command=";
-    for (std::size_t i = 0; i < config.local_restart_command.size(); ++i)
-      out << (i ? " " : "") << config.local_restart_command[i];
-    out << "\n";
-  }
-  return out.str();
+  return infos;
+}
+
+std::string describe_settings() {
+  std::string out;
+  for (const auto& info : daemon_settings())
+    out += info.key + "\n    default " + info.default_value + "; takes " + info.values + "\n    " +
+           info.doc + "\n";
+  return out;
 }
 
 bool can_replace(const DaemonConfig& config) {

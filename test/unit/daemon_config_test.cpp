@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/plugin_config.hpp"
@@ -483,4 +486,110 @@ TEST_CASE("continuous provisioning: off by default, its keys checked and rendere
                                             "provision_command=/p\nmax_parallel_creates=0\n",
                                             "f.conf"),
                     Contains("f.conf:4:") && Contains("'0'"));
+}
+
+namespace {
+
+// A file with every feature on: the spares provider with both commands,
+// heartbeat_bind, notify_command, munge_socket, and provisioning in merge
+// mode with its optional keys.
+constexpr const char* kEverythingOn =
+    "provider=spares\n"
+    "provider_command=/usr/local/sbin/replace-node\n"
+    "local_restart_command=/usr/local/sbin/restart-node {node}\n"
+    "notify_command=/usr/bin/mail\n"
+    "munge_socket=/run/munge/munge.socket.2\n"
+    "heartbeat_bind=gpu[1-8]=10.1.0.0/24\n"
+    "node_provisioning=continuous\n"
+    "provision_command=/usr/local/sbin/provision\n"
+    "slurm_conf_include=/etc/slurm/nodes.conf\n"
+    "slurm_conf=/etc/slurm/slurm.conf\n"
+    "slurmctld_restart_command=/usr/bin/systemctl restart slurmctld\n";
+
+// How often each key starts a line of `rendered`.
+std::map<std::string, int> printed_keys(const std::string& rendered) {
+  std::map<std::string, int> keys;
+  std::istringstream lines(rendered);
+  for (std::string line; std::getline(lines, line);) ++keys[line.substr(0, line.find('='))];
+  return keys;
+}
+
+}  // namespace
+
+TEST_CASE("the settings table: keys once each, every one printed once its feature is on",
+          "[daemon_config]") {
+  const auto settings = ar::daemon_settings();
+  std::set<std::string> keys;
+  for (const auto& setting : settings) {
+    INFO(setting.key);
+    CHECK(keys.insert(setting.key).second);
+    CHECK(!setting.doc.empty());
+    CHECK(!setting.values.empty());
+    CHECK(!setting.default_value.empty());
+  }
+  CHECK(keys.size() > 60);
+  // A file with every feature on prints every key of the table, once.
+  const auto everything = printed_keys(ar::render(ar::parse_daemon_config(kEverythingOn, "f")));
+  for (const auto& key : keys) {
+    INFO(key);
+    CHECK(everything.contains(key));
+  }
+  for (const auto& [key, times] : everything) {
+    INFO(key);
+    CHECK(keys.contains(key));
+    CHECK(times == 1);
+  }
+  // A file with none prints no key whose feature is off.
+  const auto minimal = printed_keys(ar::render(ar::parse_daemon_config("provider=local\n", "f")));
+  for (const auto* off :
+       {"spares", "provider_command", "local_restart_command", "notify_command", "munge_socket",
+        "heartbeat_bind", "node_provisioning", "groups_dir", "provision_command", "orphan_timeout",
+        "slurm_conf_include", "slurm_conf", "slurmctld_restart_timeout"}) {
+    INFO(off);
+    CHECK(!minimal.contains(off));
+  }
+  CHECK(minimal.size() == 40);
+  // The unknown-key error lists the table's keys.
+  try {
+    ar::parse_daemon_config("provider=local\nno_such_key=1\n", "f");
+    FAIL("no_such_key was taken");
+  } catch (const ar::ConfigError& e) {
+    for (const auto& key : keys) CHECK_THAT(e.what(), Contains(key));
+  }
+}
+
+TEST_CASE("each setting's default is a value its own parser takes and prints back the same",
+          "[daemon_config]") {
+  const auto base = ar::parse_daemon_config(kEverythingOn, "f");
+  const auto set_in_base = printed_keys(kEverythingOn);
+  for (const auto& setting : ar::daemon_settings()) {
+    // provider has none; node_provisioning's (off) turns the keys after it off.
+    if (setting.default_value == "unset" || setting.key == "provider" ||
+        setting.key == "node_provisioning")
+      continue;
+    INFO(setting.key << "=" << setting.default_value);
+    // The key set to its default, in a file where its feature is on.
+    std::string text = kEverythingOn;
+    if (set_in_base.contains(setting.key)) {
+      const auto at = text.find(setting.key + "=");
+      text.erase(at, text.find('\n', at) + 1 - at);
+    }
+    text += setting.key + "=" + setting.default_value + "\n";
+    const auto rendered = ar::render(ar::parse_daemon_config(text, "f"));
+    CHECK_THAT("\n" + rendered, Contains("\n" + setting.key + "=" + setting.default_value + "\n"));
+    // And leaving it out gives the same.
+    CHECK(rendered == ar::render(base));
+  }
+}
+
+TEST_CASE("the settings described: each key with its default, the values it takes and a doc line",
+          "[daemon_config]") {
+  const auto text = ar::describe_settings();
+  CHECK_THAT(text, Contains("max_attempts\n    default 3; takes 0 to 100\n    relaunches"));
+  CHECK_THAT(text, Contains("backoff\n    default 10; takes 0, or 0.1 s to 600 s\n"));
+  CHECK_THAT(text, Contains("retention\n    default 2592000; takes 1 h to 3650 days\n"));
+  CHECK_THAT(text, Contains("provider\n    default none: the file must name it; takes local, "
+                            "command or spares\n"));
+  CHECK_THAT(text, Contains("munge_socket\n    default unset; takes an absolute path\n"));
+  CHECK_THAT(text, Contains("groups_dir\n    default /etc/auto-resume/groups;"));
 }

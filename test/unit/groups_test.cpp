@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "autoresume/keyvalue.hpp"
 #include "fakes.hpp"
@@ -156,4 +158,36 @@ TEST_CASE("set_group_keys rewrites values in place and appends missing keys", "[
   const auto group = ar::parse_group("g", out, "g.conf");
   CHECK(group.count == 8);
   CHECK(group.min_count == 6);
+}
+
+TEST_CASE("docs/provisioning.md's table of a group file's keys has every key and no other",
+          "[groups]") {
+  // The keys the parser knows, from its unknown-key error.
+  std::set<std::string> known;
+  try {
+    parse("count=1\npartitions=p\nno_such_key=1\n");
+    FAIL("no_such_key was taken");
+  } catch (const ar::ConfigError& e) {
+    const std::string what = e.what();
+    const auto list = what.substr(what.find("(known: ") + 8);
+    std::istringstream names(list.substr(0, list.find(')')));
+    for (std::string name; std::getline(names, name, ',');)
+      known.insert(name.substr(name.find_first_not_of(' ')));
+  }
+  // The rows of the table that starts "| key | default | meaning |".
+  std::ifstream in(std::string(AR_DOCS) + "/provisioning.md");
+  REQUIRE(in);
+  std::set<std::string> documented;
+  bool in_table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line == "| key | default | meaning |") {
+      in_table = true;
+    } else if (in_table && line.starts_with("| `")) {
+      documented.insert(line.substr(3, line.find('`', 3) - 3));
+    } else if (in_table && !line.starts_with("| ---")) {
+      break;
+    }
+  }
+  CHECK(known.size() == 9);
+  CHECK(documented == known);
 }

@@ -249,8 +249,24 @@ DaemonConfig parse_daemon_config(std::string_view text, std::string_view origin)
 // Reads and parses a file; a missing or unreadable file is a ConfigError.
 DaemonConfig load_daemon_config(const std::filesystem::path& file);
 
-// The effective configuration, in the file's own format.
+// The effective configuration, in the file's own format: each key whose
+// feature is on (a key that only a provider, continuous provisioning or
+// merge mode reads is left out without it), in the table's order.
 std::string render(const DaemonConfig& config);
+
+// One key of the file, from the table that parses and prints them all
+// (daemon_config.cpp): what `auto-resumed --settings` prints, and what the
+// man page and the example file are checked against.
+struct SettingInfo {
+  std::string key;
+  std::string default_value;  // as the file would write it; "unset", or why there is none
+  std::string values;         // what it takes: "0 to 100", "0, or 0.1 s to 600 s"
+  std::string doc;            // what it does, in one line
+};
+std::vector<SettingInfo> daemon_settings();
+// daemon_settings() for people: for each key, its name on a line, then
+// "    default DEFAULT; takes VALUES" and "    DOC".
+std::string describe_settings();
 
 // Whether the configured provider can replace nodes at all: `local` with
 // local_restart_command, `command`, `spares` with either command.

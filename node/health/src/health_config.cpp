@@ -1,6 +1,7 @@
 #include "autoresume/health_config.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -10,11 +11,6 @@
 namespace ar::health {
 
 namespace {
-
-constexpr std::string_view kKnownKeys =
-    "checks, drain_only, gpus, neuron_devices, efa_devices, nvidia_smi, dcgmi, fi_info, "
-    "fi_pingpong, stress_ng, neuron_sysfs, timeout, stress_seconds, baseline_file, min_fraction, "
-    "diag_level, diag_timeout, disk_paths, disk_min_free_mb";
 
 std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
 
@@ -90,56 +86,94 @@ const Result* result_to_mark(const std::vector<Result>& results, const HealthCon
   return mark;
 }
 
+namespace {
+
+// Every key of the file, one row each: its name and how its value is read.
+// The unknown-key error lists them (healthcheck.conf(5) is checked
+// against that list: test/smoke/man_keys.sh).
+struct HealthKey {
+  std::string_view name;
+  void (*apply)(HealthConfig& config, const std::string& key, std::string_view value);
+};
+constexpr auto health_keys() {
+  using C = HealthConfig;
+  using K = const std::string&;
+  using V = std::string_view;
+  return std::array{
+      HealthKey{"checks",
+                [](C& c, K key, V value) {
+                  c.checks = parse_checks(key, value);
+                  if (c.checks.empty()) invalid_value(key, value, "expected at least one check");
+                }},
+      HealthKey{"drain_only",
+                [](C& c, K key, V value) { c.drain_only = parse_checks(key, value); }},
+      HealthKey{"gpus",
+                [](C& c, K key, V value) {
+                  c.gpus = static_cast<unsigned>(parse_uint(key, value, 0, 1024));
+                }},
+      HealthKey{"neuron_devices",
+                [](C& c, K key, V value) {
+                  c.neuron_devices = static_cast<unsigned>(parse_uint(key, value, 0, 1024));
+                }},
+      HealthKey{"efa_devices",
+                [](C& c, K key, V value) {
+                  c.efa_devices = static_cast<unsigned>(parse_uint(key, value, 0, 1024));
+                }},
+      HealthKey{"nvidia_smi",
+                [](C& c, K key, V value) { c.nvidia_smi = parse_program(key, value); }},
+      HealthKey{"dcgmi", [](C& c, K key, V value) { c.dcgmi = parse_program(key, value); }},
+      HealthKey{"fi_info", [](C& c, K key, V value) { c.fi_info = parse_program(key, value); }},
+      HealthKey{"fi_pingpong",
+                [](C& c, K key, V value) { c.fi_pingpong = parse_program(key, value); }},
+      HealthKey{"stress_ng", [](C& c, K key, V value) { c.stress_ng = parse_program(key, value); }},
+      HealthKey{"neuron_sysfs",
+                [](C& c, K key, V value) { c.neuron_sysfs = parse_absolute_path(key, value); }},
+      HealthKey{"timeout",
+                [](C& c, K key, V value) {
+                  c.timeout = parse_seconds(key, value, std::chrono::seconds{600});
+                }},
+      HealthKey{"stress_seconds",
+                [](C& c, K key, V value) {
+                  c.stress_seconds = static_cast<unsigned>(parse_uint(key, value, 1, 3600));
+                }},
+      HealthKey{"baseline_file",
+                [](C& c, K key, V value) { c.baseline_file = parse_absolute_path(key, value); }},
+      HealthKey{"min_fraction",
+                [](C& c, K key, V value) { c.min_fraction = parse_fraction(key, value); }},
+      HealthKey{"diag_level",
+                [](C& c, K key, V value) {
+                  c.diag_level = static_cast<unsigned>(parse_uint(key, value, 1, 4));
+                }},
+      HealthKey{"diag_timeout",
+                [](C& c, K key, V value) {
+                  c.diag_timeout = parse_seconds(key, value, std::chrono::hours{24});
+                }},
+      HealthKey{"disk_paths",
+                [](C& c, K key, V value) {
+                  if (value.empty()) invalid_value(key, value, "an empty entry in the list");
+                  std::vector<std::filesystem::path> paths;
+                  for_each_entry(key, value, [&](std::string_view path) {
+                    paths.emplace_back(parse_absolute_path(key, path));
+                  });
+                  c.disk_paths = std::move(paths);
+                }},
+      HealthKey{
+          "disk_min_free_mb",
+          [](C& c, K key, V value) { c.disk_min_free_mb = parse_uint(key, value, 0, 1ULL << 40); }},
+  };
+}
+constexpr auto kHealthKeys = health_keys();
+
+}  // namespace
+
 void apply_health_setting(HealthConfig& config, std::string_view key_text, std::string_view value) {
   const auto key = lower(key_text);
-  if (key == "checks") {
-    config.checks = parse_checks(key, value);
-    if (config.checks.empty()) invalid_value(key, value, "expected at least one check");
-  } else if (key == "drain_only") {
-    config.drain_only = parse_checks(key, value);
-  } else if (key == "gpus") {
-    config.gpus = static_cast<unsigned>(parse_uint(key, value, 0, 1024));
-  } else if (key == "neuron_devices") {
-    config.neuron_devices = static_cast<unsigned>(parse_uint(key, value, 0, 1024));
-  } else if (key == "efa_devices") {
-    config.efa_devices = static_cast<unsigned>(parse_uint(key, value, 0, 1024));
-  } else if (key == "nvidia_smi") {
-    config.nvidia_smi = parse_program(key, value);
-  } else if (key == "dcgmi") {
-    config.dcgmi = parse_program(key, value);
-  } else if (key == "fi_info") {
-    config.fi_info = parse_program(key, value);
-  } else if (key == "fi_pingpong") {
-    config.fi_pingpong = parse_program(key, value);
-  } else if (key == "stress_ng") {
-    config.stress_ng = parse_program(key, value);
-  } else if (key == "neuron_sysfs") {
-    config.neuron_sysfs = parse_absolute_path(key, value);
-  } else if (key == "timeout") {
-    config.timeout = parse_seconds(key, value, std::chrono::seconds{600});
-  } else if (key == "stress_seconds") {
-    config.stress_seconds = static_cast<unsigned>(parse_uint(key, value, 1, 3600));
-  } else if (key == "baseline_file") {
-    config.baseline_file = parse_absolute_path(key, value);
-  } else if (key == "min_fraction") {
-    config.min_fraction = parse_fraction(key, value);
-  } else if (key == "diag_level") {
-    config.diag_level = static_cast<unsigned>(parse_uint(key, value, 1, 4));
-  } else if (key == "disk_paths") {
-    if (value.empty()) invalid_value(key, value, "an empty entry in the list");
-    std::vector<std::filesystem::path> paths;
-    for_each_entry(key, value, [&](std::string_view path) {
-      paths.emplace_back(parse_absolute_path(key, path));
-    });
-    config.disk_paths = std::move(paths);
-  } else if (key == "disk_min_free_mb") {
-    config.disk_min_free_mb = parse_uint(key, value, 0, 1ULL << 40);
-  } else if (key == "diag_timeout") {
-    config.diag_timeout = parse_seconds(key, value, std::chrono::hours{24});
-  } else {
-    throw ConfigError("unknown key " + in_quotes(key) + " (known: " + std::string(kKnownKeys) +
-                      ")");
-  }
+  for (const auto& known : kHealthKeys)
+    if (known.name == key) return known.apply(config, key, value);
+  std::string names;
+  for (const auto& known : kHealthKeys)
+    names += (names.empty() ? "" : ", ") + std::string(known.name);
+  throw ConfigError("unknown key " + in_quotes(key) + " (known: " + names + ")");
 }
 
 HealthConfig parse_health_config(std::string_view text, std::string_view origin) {
