@@ -11,6 +11,36 @@
 source "$(dirname "$0")/lib.sh"
 cd "$WORK" || exit
 
+# Help: the overview lists the commands and says where their options are;
+# each command's -h and --help print its own usage and exit 0.
+"$CLUSTER_CMD" --help >help.txt || fail "cluster --help failed: $(cat help.txt)"
+assert_contains help.txt "cluster COMMAND --help" "cluster --help"
+mapfile -t commands < <(sed -n '/^Commands:$/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p' help.txt)
+((${#commands[@]} > 0)) || fail "no commands in cluster --help: $(cat help.txt)"
+# Every command with a help in scripts/cluster.d/ is in the overview.
+mapfile -t helps < <(sed -n 's/^help_\([a-z_]*\)() {$/\1/p' "$AR_SOURCE_DIR"/scripts/cluster.d/*.sh | tr _ - | sort)
+assert_eq "${helps[*]}" "$(printf '%s\n' "${commands[@]}" | sort | paste -sd' ')" \
+  "the commands of cluster --help against the help_COMMAND functions"
+for cmd in "${commands[@]}"; do
+  for flag in --help -h; do
+    rc=0
+    "$CLUSTER_CMD" "$cmd" "$flag" >help.txt 2>&1 || rc=$?
+    assert_eq "$rc" 0 "exit status of cluster $cmd $flag"
+    assert_contains help.txt "^Usage: cluster $cmd( |$)" "cluster $cmd $flag"
+  done
+done
+# Where an option may stand, after the arguments too; not as an option's value.
+"$CLUSTER_CMD" restart-node "$WORK/none" node1 --kill --help >help.txt || fail "restart-node ... --help failed"
+assert_contains help.txt "^Usage: cluster restart-node " "cluster restart-node DIR NODE --kill --help"
+rc=0
+"$CLUSTER_CMD" up "$WORK/bad" --no-plugin --conf-line --help --gpus 9 >out.txt 2>&1 || rc=$?
+assert_eq "$rc" 2 "exit status of up --conf-line --help --gpus 9"
+assert_contains out.txt "--gpus .*'9'" "up --conf-line --help --gpus 9"
+rc=0
+"$CLUSTER_CMD" no-such-command --help >out.txt 2>&1 || rc=$?
+assert_eq "$rc" 2 "exit status of cluster no-such-command --help"
+assert_contains out.txt "unknown command 'no-such-command'" "cluster no-such-command --help"
+
 # Bad values exit 2 naming the value, before anything is created.
 for bad in "--gpus 9" "--gpus x" "--gpus -1" "--cred-expire 0" "--cred-expire 4" "--cred-expire abc" \
   "--plugin-line maybe"; do

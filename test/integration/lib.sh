@@ -22,6 +22,11 @@ fi
 : "${AR_PLUGIN:?set AR_PLUGIN to the built auto_resume.so}"
 CLUSTER_CMD=$AR_SOURCE_DIR/scripts/cluster
 TEST_NAME=$(basename "$0" .sh)
+# alive PID: PID is a live process (not a zombie), read from /proc with no
+# process started; scripts/cluster's own, from a module that sets nothing
+# else but PROC_STATE (proc_state's answer).
+# shellcheck source=scripts/cluster.d/proc_state.sh
+source "$AR_SOURCE_DIR/scripts/cluster.d/proc_state.sh"
 
 fail() {
   printf 'FAIL [%s]: %s\n' "$TEST_NAME" "$*" >&2
@@ -325,14 +330,6 @@ CONF
   wait_until 20 "auto-resumed to answer (log: $WORK/controller.log)" controller_answers
   set_plugstack "controller=$AUTO_RESUME_CONTROLLER $*"
 }
-# _alive PID: PID is a live process (not a zombie), read from /proc with no
-# process started.
-_alive() {
-  local stat
-  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
-  stat=${stat##*) }
-  [[ $stat != Z* ]]
-}
 # _controller_gone PID: SIGTERM to the controller, and its end awaited (at
 # most 30 s): it ends its provider calls as it stops, so that none starts a
 # node's slurmd after the cluster went down (a slurmd left running loads
@@ -340,7 +337,7 @@ _alive() {
 _controller_gone() {
   kill -TERM "$1" 2>/dev/null || return 0
   local deadline=$((SECONDS + 30))
-  while _alive "$1" && ((SECONDS < deadline)); do
+  while alive "$1" && ((SECONDS < deadline)); do
     nap 0.1
   done
 }
