@@ -29,14 +29,16 @@ done
 # others: the other nodes' slurmd daemons (by their pid files) and the
 # job's tasks on them. A node's short-lived processes come and go by
 # themselves on a loaded machine: a slurmstepd being forked, or a slurmd's
-# own child, which runs as "slurmd" until it executes slurmstepd.
+# own child, which runs as "slurmd" until it executes slurmstepd. (The
+# tests are ifs, not &&-lists: a loop whose last test fails would fail the
+# function, and the test with it, on whichever process came last.)
 others() {
   local n p
   for n in node1 node2 node4; do
     p=$(<"$CLUSTER/run/slurmd-$n.pid")
-    [[ -d /proc/$p ]] && echo "$p"
+    if [[ -d /proc/$p ]]; then echo "$p"; fi
     for p in $(live_pids "$CLUSTER" "$n"); do
-      [[ $(ps -o args= -p "$p" 2>/dev/null) =~ ^(/usr/bin/)?sleep\ 600$ ]] && echo "$p"
+      if [[ $(ps -o args= -p "$p" 2>/dev/null) =~ ^(/usr/bin/)?sleep\ 600$ ]]; then echo "$p"; fi
     done
   done | sort
 }

@@ -14,13 +14,27 @@ CONTROLLER_CONF=$'backoff=0\nend_window=2' controller_up
 cd "$WORK" || exit
 make_training_step
 make_training_job 80
-job=$(sbatch --parsable -N7 -o job.out job.sh)
-wait_until 60 "attempt 0 on 7 nodes" started 0 7
-"$CLUSTER_CMD" kill-node "$CLUSTER" node3 >/dev/null
-# Well within the minute the old record stays.
-wait_until 40 "attempt 1 on 7 nodes" started 1 7
-scontrol -o show step "$job.0" >old-step.txt 2>&1 ||
-  fail "slurmctld no longer lists step $job.0 once attempt 1 runs: $(cat old-step.txt); the test shows nothing"
+# try: a 7-node job whose node3 is killed once attempt 0 runs; attempt 1
+# must run within 40 s (well within the minute the old record stays). Fails
+# (status 1) when slurmctld no longer lists the old step then: on a loaded
+# machine Slurm now and then takes the step's end from the survivors at
+# once ("Step complete ... was already processed" in its log), and the run
+# shows nothing; the test then tries once more.
+try() {
+  rm -f job.out step.out ckpt
+  job=$(sbatch --parsable -N7 -o job.out job.sh)
+  wait_until 60 "attempt 0 on 7 nodes" started 0 7
+  "$CLUSTER_CMD" kill-node "$CLUSTER" node3 >/dev/null
+  wait_until 40 "attempt 1 on 7 nodes" started 1 7
+  scontrol -o show step "$job.0" >old-step.txt 2>&1
+}
+all_idle() { [[ $(sinfo -h -o %T | sort -u) == idle ]]; }
+if ! try; then
+  note "slurmctld no longer listed step $job.0 once attempt 1 ran ($(cat old-step.txt)): once more"
+  wait_until 90 "job $job to end" job_ended
+  wait_until 60 "every node idle again" all_idle
+  try || fail "slurmctld no longer lists step $job.0 once attempt 1 runs, twice: $(cat old-step.txt)"
+fi
 assert_contains "$WORK/controller.log" \
   "slurmctld still lists step $job.0, but every surviving node reported its tasks exited: relaunching" \
   "the controller's log"
