@@ -22,6 +22,30 @@ need_seconds() {
     fi
 }
 
+# command_options COMMAND FLAGS [ARG]...: the options of a command that
+# takes --timeout S (or --timeout=S) and the FLAGS listed (" --wait --kill ",
+# or " "): OPT_TIMEOUT (60 unless given), OPT_WAIT and OPT_KILL (1 when
+# given, else empty). Another argument is bad usage, named.
+# shellcheck disable=SC2034 # OPT_*: read by the commands' modules
+command_options() {
+    local cmd=$1 flags=$2 arg
+    shift 2
+    OPT_TIMEOUT=60 OPT_WAIT='' OPT_KILL=''
+    while (($#)); do
+        arg=$1
+        shift
+        case $arg in
+            --timeout=*) need_seconds --timeout "${arg#*=}"; OPT_TIMEOUT=${arg#*=} ;;
+            --timeout) (($#)) || bad_usage "--timeout needs a value"
+                need_seconds --timeout "$1"; OPT_TIMEOUT=$1; shift ;;
+            --wait | --kill)
+                [[ $flags == *" $arg "* ]] || bad_usage "$cmd: unknown argument '$arg'"
+                if [[ $arg == --wait ]]; then OPT_WAIT=1; else OPT_KILL=1; fi ;;
+            *) bad_usage "$cmd: unknown argument '$arg'" ;;
+        esac
+    done
+}
+
 # show_help COMMAND [ARG]...: if an ARG asks for help (-h or --help where an
 # option may stand, not as the value of one: `up --conf-line --help` names a
 # conf line), print COMMAND's help (help_COMMAND, - as _) and succeed; fail

@@ -112,20 +112,10 @@ cmd_node() {
 
 # restart_node NODE [OPTION]...: restart-node, once cmd_node checked NODE.
 restart_node() {
-    local node=$1 wait='' timeout=60 reboot='' arg
+    local node=$1
     shift
-    while (($#)); do
-        arg=$1
-        shift
-        case $arg in
-            --wait) wait=1 ;;
-            --kill) reboot=1 ;;
-            --timeout=*) need_seconds --timeout "${arg#*=}"; timeout=${arg#*=} ;;
-            --timeout) (($#)) || bad_usage "--timeout needs a value"
-                need_seconds --timeout "$1"; timeout=$1; shift ;;
-            *) bad_usage "restart-node: unknown argument '$arg'" ;;
-        esac
-    done
+    command_options restart-node ' --wait --kill ' "$@"
+    local wait=$OPT_WAIT timeout=$OPT_TIMEOUT reboot=$OPT_KILL
     local deadline=$((SECONDS + timeout)) p
     # A reboot: everything of the node goes first, frozen or not.
     [[ -z $reboot ]] || signal_until_gone KILL node_procs "$node"

@@ -55,20 +55,11 @@ ctld_answers() {
 }
 
 cmd_restart_slurmctld() {
-    local dir=$1 wait='' timeout=60 sig=TERM arg
+    local dir=$1
     shift
-    while (($#)); do
-        arg=$1
-        shift
-        case $arg in
-            --wait) wait=1 ;;
-            --kill) sig=KILL ;;
-            --timeout=*) need_seconds --timeout "${arg#*=}"; timeout=${arg#*=} ;;
-            --timeout) (($#)) || bad_usage "--timeout needs a value"
-                need_seconds --timeout "$1"; timeout=$1; shift ;;
-            *) bad_usage "restart-slurmctld: unknown argument '$arg'" ;;
-        esac
-    done
+    command_options restart-slurmctld ' --wait --kill ' "$@"
+    local wait=$OPT_WAIT timeout=$OPT_TIMEOUT sig=TERM
+    [[ -z $OPT_KILL ]] || sig=KILL
     set_dir "$dir"
     load_env
     local deadline=$((SECONDS + timeout))
@@ -106,18 +97,10 @@ cmd_stop_slurmdbd() {
 }
 
 cmd_start_slurmdbd() {
-    local dir=$1 timeout=60 arg
+    local dir=$1
     shift
-    while (($#)); do
-        arg=$1
-        shift
-        case $arg in
-            --timeout=*) need_seconds --timeout "${arg#*=}"; timeout=${arg#*=} ;;
-            --timeout) (($#)) || bad_usage "--timeout needs a value"
-                need_seconds --timeout "$1"; timeout=$1; shift ;;
-            *) bad_usage "start-slurmdbd: unknown argument '$arg'" ;;
-        esac
-    done
+    command_options start-slurmdbd ' ' "$@"
+    local timeout=$OPT_TIMEOUT
     set_dir "$dir"
     load_env
     need_accounting

@@ -66,18 +66,10 @@ slot_port() {
 
 # cmd_slot COMMAND DIR NODE [OPTION]...: start-slot and stop-slot.
 cmd_slot() {
-    local cmd=$1 dir=$2 node=$3 timeout=60 arg port
+    local cmd=$1 dir=$2 node=$3 port
     shift 3
-    while (($#)); do
-        arg=$1
-        shift
-        case $arg in
-            --timeout=*) need_seconds --timeout "${arg#*=}"; timeout=${arg#*=} ;;
-            --timeout) (($#)) || bad_usage "--timeout needs a value"
-                need_seconds --timeout "$1"; timeout=$1; shift ;;
-            *) bad_usage "$cmd: unknown argument '$arg'" ;;
-        esac
-    done
+    command_options "$cmd" ' ' "$@"
+    local timeout=$OPT_TIMEOUT
     set_dir "$dir"
     load_env
     port=$(slot_port "$node")
