@@ -139,7 +139,8 @@ std::string duration_text(std::chrono::milliseconds ms) {
 // example file are checked against `--settings` (test/smoke/man_keys.sh).
 
 // What must be on for a key to be set: nothing, node_provisioning, or
-// slurm_conf_include too (merge mode).
+// slurm_conf_include too (merge mode). Ordered: each needs what the one
+// before it needs.
 enum class Needs { nothing, provisioning, include };
 
 using Parse = std::function<void(DaemonConfig&, const std::string& key, const std::string& value)>;
@@ -228,16 +229,22 @@ Kind limit(ActionLimit DaemonConfig::*member) {
           "a count (1 to 1000000), or a percent of the nodes (1% to 100%, at least 2 nodes)"};
 }
 
-// One of two words; `first` sets the flag.
-Kind choice(bool DaemonConfig::*member, std::string_view first, std::string_view second) {
+// One of two words, each standing for a value of the member.
+template <class M, class T>
+Kind choice(M member, std::pair<std::string_view, T> first, std::pair<std::string_view, T> second) {
+  const auto words = std::string(first.first) + " or " + std::string(second.first);
   return {[=](DaemonConfig& c, const std::string& key, const std::string& value) {
-            if (value != first && value != second)
-              invalid_value(key, value,
-                            "expected " + std::string(first) + " or " + std::string(second));
-            c.*member = value == first;
+            if (value == first.first)
+              at(c, member) = first.second;
+            else if (value == second.first)
+              at(c, member) = second.second;
+            else
+              invalid_value(key, value, "expected " + words);
           },
-          [=](const DaemonConfig& c) { return std::string(c.*member ? first : second); },
-          std::string(first) + " or " + std::string(second)};
+          [=](const DaemonConfig& c) {
+            return std::string(at(c, member) == first.second ? first.first : second.first);
+          },
+          words};
 }
 
 bool provisioning_on(const DaemonConfig& c) { return c.provision.mode == Provisioning::continuous; }
@@ -251,6 +258,7 @@ const std::vector<Setting>& settings() {
   using std::chrono::seconds;
   using C = DaemonConfig;
   using P = ProvisionConfig;
+  using namespace std::string_view_literals;
   constexpr auto days = [](long long n) { return hours{24 * n}; };
   static const std::vector<Setting> table = {
       {"listen",
@@ -293,7 +301,7 @@ const std::vector<Setting>& settings() {
        "after the hang signal reached a hung step's tasks, the wait before the step is cancelled"},
       {"max_hang_restarts", count(&C::max_hang_restarts, 0, 100),
        "hangs in a row relaunched with no new highest training step; the next ends in give_up"},
-      {"failure_check", choice(&C::failure_check, "quick", "none"),
+      {"failure_check", choice(&C::failure_check, std::pair{"quick"sv, true}, {"none"sv, false}),
        "after a step failed with no node at fault, or hung: the node agents' quick checks "
        "(none: off)"},
       {"failure_check_timeout",
@@ -347,15 +355,7 @@ const std::vector<Setting>& settings() {
       {"max_store_mb", count(&C::max_store_mb, 16, 1'048'576),
        "MiB the store's data may take; at it, new steps run unprotected"},
       {"mode",
-       {[](C& c, const std::string& key, const std::string& value) {
-          if (value == "act")
-            c.mode = ActionMode::act;
-          else if (value == "observe")
-            c.mode = ActionMode::observe;
-          else
-            invalid_value(key, value, "expected act or observe");
-        },
-        [](const C& c) { return std::string(to_string(c.mode)); }, "act or observe"},
+       choice(&C::mode, std::pair{"act"sv, ActionMode::act}, {"observe"sv, ActionMode::observe}),
        "observe: act on nothing, log what would be done"},
       {"max_marks_per_hour", limit(&C::max_marks_per_hour),
        "node marks within an hour, of repairs not succeeded, before the circuit breaker trips"},
@@ -388,17 +388,9 @@ const std::vector<Setting>& settings() {
       {"munge_socket", path(&C::munge_socket), "munged's socket (unset: munge's own)",
        Needs::nothing, [](const C& c) { return !c.munge_socket.empty(); }},
       {"node_provisioning",
-       {[](C& c, const std::string& key, const std::string& value) {
-          if (value == "off")
-            c.provision.mode = Provisioning::off;
-          else if (value == "continuous")
-            c.provision.mode = Provisioning::continuous;
-          else
-            invalid_value(key, value, "expected off or continuous");
-        },
-        [](const C& c) { return std::string(to_string(c.provision.mode)); }, "off or continuous"},
-       "continuous: keep each node group at its count (needs provision_command)",
-       Needs::nothing,
+       choice(&P::mode, std::pair{"off"sv, Provisioning::off},
+              {"continuous"sv, Provisioning::continuous}),
+       "continuous: keep each node group at its count (needs provision_command)", Needs::nothing,
        provisioning_on},
       {"groups_dir", path(&P::groups_dir),
        "the group files' folder, one NAME.conf a group: the controller's own", Needs::provisioning,
@@ -473,18 +465,11 @@ const std::vector<Setting>& settings() {
   return table;
 }
 
-const Setting* find_setting(std::string_view key) {
-  for (const auto& setting : settings())
-    if (setting.key == key) return &setting;
-  return nullptr;
-}
-
 void apply(DaemonConfig& config, const std::string& key, const std::string& value) {
-  if (const auto* setting = find_setting(key)) return setting->kind.parse(config, key, value);
-  std::string known;
   for (const auto& setting : settings())
-    known += (known.empty() ? "" : ", ") + std::string(setting.key);
-  throw ConfigError("unknown key '" + key + "' (known: " + known + ")");
+    if (setting.key == key) return setting.kind.parse(config, key, value);
+  throw ConfigError("unknown key '" + key + "' (known: " + join(settings(), ", ", &Setting::key) +
+                    ")");
 }
 
 }  // namespace
@@ -522,12 +507,10 @@ namespace {
 
 void check_provision(const ProvisionConfig& config, const std::set<std::string>& seen,
                      std::string_view origin) {
+  // The first key set that needs `needs` (or more).
   const auto set = [&](Needs needs) -> const Setting* {
     for (const auto& setting : settings())
-      if ((setting.needs == needs ||
-           (needs == Needs::provisioning && setting.needs == Needs::include)) &&
-          seen.contains(std::string(setting.key)))
-        return &setting;
+      if (setting.needs >= needs && seen.contains(std::string(setting.key))) return &setting;
     return nullptr;
   };
   if (config.mode == Provisioning::off) {

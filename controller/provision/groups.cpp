@@ -136,10 +136,8 @@ constexpr auto kGroupKeys = group_keys();
 void apply(GroupSpec& group, const std::string& key, const std::string& value) {
   for (const auto& known : kGroupKeys)
     if (known.name == key) return known.apply(group, key, value);
-  std::string names;
-  for (const auto& known : kGroupKeys)
-    names += (names.empty() ? "" : ", ") + std::string(known.name);
-  throw ConfigError("unknown key '" + key + "' (known: " + names + ")");
+  throw ConfigError("unknown key '" + key + "' (known: " + join(kGroupKeys, ", ", &GroupKey::name) +
+                    ")");
 }
 
 // The rules between keys, once the whole file is read.

@@ -49,17 +49,17 @@ command_options() {
 # show_help COMMAND [ARG]...: if an ARG asks for help (-h or --help where an
 # option may stand, not as the value of one: `up --conf-line --help` names a
 # conf line), print COMMAND's help (help_COMMAND, - as _) and succeed; fail
-# otherwise. main asks it for every command with a help, before checking its
-# arguments.
+# otherwise, and for a COMMAND without one (no such command: main says so).
+# main asks it first, before checking a command's arguments.
 show_help() {
     local help=help_${1//-/_} valued=' --timeout ' arg value=0
     shift
+    [[ $(type -t "$help") == function ]] || return 1
     [[ $help != help_up ]] || valued=$UP_VALUED
     for arg; do
         if ((value)); then
             value=0
         elif [[ $arg == -h || $arg == --help ]]; then
-            [[ $(type -t "$help") == function ]] || die "no $help"
             "$help"
             return 0
         elif [[ $valued == *" $arg "* ]]; then

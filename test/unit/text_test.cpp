@@ -9,6 +9,15 @@ TEST_CASE("join puts the separator between each two items", "[text]") {
   CHECK(ar::join({}, ", ").empty());
   CHECK(ar::join({"a"}, ", ") == "a");
   CHECK(ar::join({"a", "", "b"}, ",") == "a,,b");
+  // A table's names, through a member pointer; string_views as they are.
+  struct Row {
+    std::string_view name;
+    int value;
+  };
+  const Row rows[] = {{"x", 1}, {"y", 2}};
+  CHECK(ar::join(rows, ", ", &Row::name) == "x, y");
+  const std::string_view words[] = {"p", "q"};
+  CHECK(ar::join(words, "+", std::identity{}) == "p+q");
 }
 
 TEST_CASE("printable escapes control characters and keeps other text", "[text]") {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,14 +12,21 @@
 namespace ar {
 
 // `items` with `separator` between each two: join({"a", "b"}, ", ") is
-// "a, b"; no items make "".
-inline std::string join(const std::vector<std::string>& items, std::string_view separator) {
+// "a, b"; no items make "". With `name`, what it gives for each item (a
+// member pointer: join(table, ", ", &Row::name)).
+template <class Items, class Name>
+std::string join(const Items& items, std::string_view separator, Name name) {
   std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += separator;
-    out += items[i];
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += separator;
+    first = false;
+    out += std::string_view(std::invoke(name, item));
   }
   return out;
+}
+inline std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  return join(items, separator, std::identity{});
 }
 
 // The words of `text`, split on blanks (spaces and tabs); no empty word.

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "autoresume/keyvalue.hpp"
+#include "autoresume/text.hpp"
 
 namespace ar::health {
 
@@ -14,11 +15,7 @@ namespace {
 
 std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
 
-std::string known_checks() {
-  std::string out;
-  for (const auto check : kChecks) out += (out.empty() ? "" : ", ") + std::string(check);
-  return out;
-}
+std::string known_checks() { return join(kChecks, ", ", std::identity{}); }
 
 // Each entry of a comma-separated list, trimmed, in order, to `take`; none
 // for an empty value; an empty entry is refused.
@@ -170,10 +167,8 @@ void apply_health_setting(HealthConfig& config, std::string_view key_text, std::
   const auto key = lower(key_text);
   for (const auto& known : kHealthKeys)
     if (known.name == key) return known.apply(config, key, value);
-  std::string names;
-  for (const auto& known : kHealthKeys)
-    names += (names.empty() ? "" : ", ") + std::string(known.name);
-  throw ConfigError("unknown key " + in_quotes(key) + " (known: " + names + ")");
+  throw ConfigError("unknown key " + in_quotes(key) +
+                    " (known: " + join(kHealthKeys, ", ", &HealthKey::name) + ")");
 }
 
 HealthConfig parse_health_config(std::string_view text, std::string_view origin) {
