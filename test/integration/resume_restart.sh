@@ -10,7 +10,11 @@
 # SlurmdTimeout 12 (MessageTimeout 3): Slurm says node2 is not responding
 # at its first missed ping, and the controller takes it out of the job
 # before slurmctld sets it DOWN and requeues the job itself; at 6 a loaded
-# CI machine saw both in the same second (2026-12-06).
+# CI machine saw both in the same second (2026-12-06). The controller reads
+# slurmctld's nodes every second (slurm_read_interval=1): at the default 5
+# s, with nothing under way, its read could come after the 5 s between
+# that first missed ping and slurmctld's DOWN, and a loaded machine saw
+# slurmctld requeue the job first (2026-12-06).
 # shellcheck source=test/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -26,7 +30,7 @@ exec $CLUSTER_CMD restart-node $CLUSTER "\$1" --kill
 SCRIPT
 chmod +x slow-restart.sh
 CONTROLLER_RESTART_COMMAND="$WORK/slow-restart.sh {node}"
-CONTROLLER_CONF=$'max_attempts=2\nbackoff=1'
+CONTROLLER_CONF=$'max_attempts=2\nbackoff=1\nslurm_read_interval=1'
 controller_up
 make_training_step
 make_training_job 400
