@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -32,6 +33,20 @@
 #include "plugin.hpp"
 
 namespace ar::spank {
+
+std::vector<std::string> own_argv() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> argv;
+  std::size_t start = 0;
+  while (start < all.size()) {
+    const auto end = all.find('\0', start);
+    argv.push_back(all.substr(start, end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return argv;
+}
 
 namespace {
 
@@ -65,20 +80,6 @@ void export_task_env(const proto::RegisterRequest& step,
   setenv(kRegisteredVariable, step.run_id.c_str(), 1);
 }
 
-std::vector<std::string> own_argv() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> argv;
-  std::size_t start = 0;
-  while (start < all.size()) {
-    const auto end = all.find('\0', start);
-    argv.push_back(all.substr(start, end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return argv;
-}
-
 std::string current_dir() {
   std::vector<char> buffer(4096);
   return getcwd(buffer.data(), buffer.size()) != nullptr ? std::string(buffer.data()) : "";
@@ -96,8 +97,10 @@ std::string new_run_id(std::uint32_t job_id, std::uint32_t step_id) {
 // reply came (the controller may have registered it all the same), or the
 // controller could not ask slurmctld (`unavailable`): a later try may work.
 std::optional<std::string> try_register(const PluginConfig& config,
-                                        const proto::RegisterRequest& step, bool& again) {
+                                        const proto::RegisterRequest& step, bool& again,
+                                        bool& reused) {
   again = false;
+  reused = false;
   const auto where = "the controller at " + config.controller.str();
   try {
     // Only that the reply is well-formed matters. The session stays for
@@ -106,6 +109,7 @@ std::optional<std::string> try_register(const PluginConfig& config,
     return std::nullopt;
   } catch (const Refused& e) {
     again = e.code() == proto::code::kUnavailable;
+    reused = e.code() == proto::code::kStepReused;
     return where + " refused it (" + e.what() + ")";
   } catch (const ClientError& e) {
     again = true;
@@ -125,11 +129,11 @@ std::optional<std::string> try_register(const PluginConfig& config,
 // (the controller restarting, or slurmctld away for a moment: it answers
 // `unavailable` until it can check the job), 1 s apart and then up to 8 s.
 std::optional<std::string> register_step(const PluginConfig& config,
-                                         const proto::RegisterRequest& step) {
+                                         const proto::RegisterRequest& step, bool& reused) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + config.unreachable_timeout;
   bool again = false;
-  auto why = try_register(config, step, again);
+  auto why = try_register(config, step, again, reused);
   std::chrono::milliseconds pause{1000};
   for (int tries = 1; why && again; ++tries) {
     if (step.attempt == 0 ? tries >= 2 : Clock::now() + pause >= deadline) break;
@@ -148,7 +152,7 @@ std::optional<std::string> register_step(const PluginConfig& config,
       std::this_thread::sleep_for(pause);
       pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(8));
     }
-    why = try_register(config, step, again);
+    why = try_register(config, step, again, reused);
   }
   return why;
 }
@@ -198,6 +202,14 @@ void local_init() {
     if (!st.relaunch)
       slurm_spank_log("%s: warning: ignoring a malformed %s='%s'", kTag, kRelaunchVariable, marker);
     unsetenv(kRelaunchVariable);
+  }
+  if (const char* again = std::getenv(kAgainVariable)) {
+    const std::string_view text(again);
+    unsigned count = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), count);
+    st.started_again =
+        ec == std::errc() && end == text.data() + text.size() ? count : kMaxStartsAgain;
+    unsetenv(kAgainVariable);
   }
 }
 
@@ -281,9 +293,10 @@ int local_user_init(spank_t sp) {
     step.nodelist = nodelist;
   }
 
+  bool reused = false;
   const auto unprotected =
       st.inside_allocation
-          ? register_step(st.config, step)
+          ? register_step(st.config, step, reused)
           : std::optional<std::string>(
                 "this srun made its own allocation, which ends with it, so the step cannot be "
                 "relaunched (run it inside sbatch or salloc)");
@@ -291,6 +304,13 @@ int local_user_init(spank_t sp) {
     export_task_env(step, allocation);
     protect(st.config, step, own_master_port, step_nodes(sp));
     return ESPANK_SUCCESS;
+  }
+  // slurmctld gave this relaunch an earlier attempt's step id, and the
+  // controller cancelled it: nothing is launched under it; the attempt
+  // starts again, under a new id.
+  if (reused && st.relaunch) {
+    slurm_spank_log("%s: step %u.%u: %s", kTag, step.job_id, step.step_id, unprotected->c_str());
+    start_again(*st.relaunch);
   }
   if (st.config.required) {
     // The nodes refuse the tasks (remote_task_init): the step ends at once,

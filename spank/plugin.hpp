@@ -62,6 +62,8 @@ struct PluginState {
   bool inside_allocation = false;
   // srun only: set when this srun is the relaunch of an earlier attempt.
   std::optional<RelaunchMarker> relaunch;
+  // srun only: how often srun was started again for this attempt (kAgainVariable).
+  unsigned started_again = 0;
   // srun only: the signal mask and the ignored signals srun started with,
   // given back to the srun a relaunch executes.
   sigset_t initial_mask{};
@@ -116,6 +118,17 @@ int remote_exit(spank_t sp);
 // progress folder of the step found already is an earlier step's (same
 // ids), and removed.
 int remote_init(spank_t sp);
+
+// srun, before its step launched anything: executes srun again, unchanged
+// but for the relaunch marker (the same attempt), when the controller
+// refused the step's id (step_reused); returns only if that failed or srun
+// was started again kMaxStartsAgain times already (said on its stderr).
+void start_again(const RelaunchMarker& marker);
+// srun's own command line (/proc/self/cmdline).
+std::vector<std::string> own_argv();
+inline constexpr unsigned kMaxStartsAgain = 8;
+// Counts those starts from one srun to the next (removed before the tasks start).
+inline constexpr const char* kAgainVariable = "AUTO_RESUME_STARTED_AGAIN";
 
 // Asks the controller for the step's verdict every second while it runs, so
 // that a relaunch decided during the step (srun may wait a long time for a

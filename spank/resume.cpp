@@ -137,33 +137,15 @@ std::vector<std::string> relaunch_environment(const ProtectedStep& step,
   return env;
 }
 
-// Executes srun again for the next attempt; returns only if that failed,
-// with srun as it was.
-void relaunch(const ProtectedStep& step, const std::optional<Answer::Relaunch>& plan) {
-  if (!plan || plan->nodelist.empty() || plan->num_nodes == 0) {
-    say("cannot relaunch: the controller sent no node list (%s)",
-        plan ? plan->to_json().dump().c_str() : "{}");
-    return;
-  }
-  const auto& nodelist = plan->nodelist;
-  const auto nodes = std::to_string(plan->num_nodes);
-  const auto env_text = relaunch_environment(step, nodelist, nodes, plan->step_nodes);
+// Executes srun anew with `args` and `env`; returns only if that failed,
+// with srun as it was (said on its stderr).
+void exec_srun(const std::vector<std::string>& args, const std::vector<std::string>& env) {
   std::vector<char*> envp;
-  for (const auto& entry : env_text) envp.push_back(const_cast<char*>(entry.c_str()));
+  for (const auto& entry : env) envp.push_back(const_cast<char*>(entry.c_str()));
   envp.push_back(nullptr);
-  const auto args = relaunch_argv(step.argv, step.nodes, plan->step_nodes);
   std::vector<char*> argv;
   for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
-  say("relaunching step %u.%u of run %s as attempt %u on %s", step.job_id, step.step_id,
-      step.run_id.c_str(), step.attempt + 1, nodelist.c_str());
-  if (const auto dropped = dropped_node_options(step.argv, plan->step_nodes, step.nodes);
-      !dropped.empty())
-    say("the relaunch runs without %s: srun's node options name the earlier allocation%s",
-        join(dropped, " ").c_str(),
-        plan->step_nodes > 0
-            ? (" (the step goes on on --nodes=" + std::to_string(plan->step_nodes) + ")").c_str()
-            : "");
   std::fflush(nullptr);
 
   // No signal meant for this srun may reach the next one.
@@ -195,7 +177,31 @@ void relaunch(const ProtectedStep& step, const std::optional<Answer::Relaunch>& 
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   for (const auto& [sig, action] : changed) sigaction(sig, &action, nullptr);
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
-  say("cannot relaunch srun: %s", std::strerror(error));
+  say("cannot execute srun again: %s", std::strerror(error));
+}
+
+// Executes srun again for the next attempt; returns only if that failed,
+// with srun as it was.
+void relaunch(const ProtectedStep& step, const std::optional<Answer::Relaunch>& plan) {
+  if (!plan || plan->nodelist.empty() || plan->num_nodes == 0) {
+    say("cannot relaunch: the controller sent no node list (%s)",
+        plan ? plan->to_json().dump().c_str() : "{}");
+    return;
+  }
+  const auto& nodelist = plan->nodelist;
+  const auto nodes = std::to_string(plan->num_nodes);
+  const auto env_text = relaunch_environment(step, nodelist, nodes, plan->step_nodes);
+  const auto args = relaunch_argv(step.argv, step.nodes, plan->step_nodes);
+  say("relaunching step %u.%u of run %s as attempt %u on %s", step.job_id, step.step_id,
+      step.run_id.c_str(), step.attempt + 1, nodelist.c_str());
+  if (const auto dropped = dropped_node_options(step.argv, plan->step_nodes, step.nodes);
+      !dropped.empty())
+    say("the relaunch runs without %s: srun's node options name the earlier allocation%s",
+        join(dropped, " ").c_str(),
+        plan->step_nodes > 0
+            ? (" (the step goes on on --nodes=" + std::to_string(plan->step_nodes) + ")").c_str()
+            : "");
+  exec_srun(args, env_text);
 }
 
 // Says a final verdict other than relaunch and ends srun with its status.
@@ -258,6 +264,25 @@ class VerdictWatcher {
   bool stopping_ = false;
   std::thread thread_;  // last: starts once the rest is ready
 };
+
+void start_again(const RelaunchMarker& marker) {
+  const auto& st = state();
+  if (st.started_again >= kMaxStartsAgain) {
+    say("srun was started again %u times for attempt %u of run %s; not again", st.started_again,
+        marker.attempt, marker.run_id.c_str());
+    return;
+  }
+  std::vector<std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const auto name = text.substr(0, text.find('='));
+    if (name != kRelaunchVariable && name != kAgainVariable) env.emplace_back(text);
+  }
+  env.push_back(std::string(kRelaunchVariable) + "=" + marker.encode());
+  env.push_back(std::string(kAgainVariable) + "=" + std::to_string(st.started_again + 1));
+  say("starting srun again for attempt %u of run %s", marker.attempt, marker.run_id.c_str());
+  exec_srun(own_argv(), env);
+}
 
 void start_watcher(const PluginConfig& config, const ProtectedStep& step) {
   state().watcher = std::make_shared<VerdictWatcher>(config, step);

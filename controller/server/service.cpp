@@ -171,6 +171,7 @@ proto::RegisterReply Service::do_register(proto::RegisterRequest step, uid_t cal
                         fmt::format("run '{}' cannot be registered for job {} (of uid {}): "
                                     "choose another run id",
                                     step.run_id, step.job_id, job->uid));
+  refuse_reused_id(step);
   // The nodes are slurmctld's: what the client sent is never used.
   step.nodelist = std::move(*nodes);
   StoredStep other;
@@ -192,6 +193,38 @@ proto::RegisterReply Service::do_register(proto::RegisterRequest step, uid_t cal
   if (result == Store::Insert::created && step.attempt > 0 && metrics_ != nullptr)
     count_recovery(step);
   return {step.run_id, step.attempt, result == Store::Insert::duplicate};
+}
+
+void Service::refuse_reused_id(const proto::RegisterRequest& step) {
+  if (step.attempt == 0) return;
+  const auto before = store_.find(step.run_id, step.attempt - 1);
+  // Step ids only grow within a job: a smaller or equal one comes from a
+  // slurmctld that no longer lists the step it gave that id before. Its
+  // slurmstepds may still run the attempt before's tasks (nothing reached
+  // them: slurmctld could not cancel a step it did not list), and a launch
+  // under the same id meets them on their nodes: slurmd either kills both
+  // or runs the new one beside them. Cancelling the id now, while srun has
+  // launched nothing, reaches them (slurmctld lists the id again); srun
+  // then starts the attempt once more and gets a new id.
+  if (!before || before->step.job_id != step.job_id || step.step_id > before->step.step_id) return;
+  try {
+    slurm_.kill_step(step.job_id, step.step_id);
+  } catch (const std::exception& e) {
+    throw ProtocolError(code::kUnavailable,
+                        fmt::format("slurmctld gave step {}.{} an id no newer than attempt {}'s "
+                                    "step {}.{}, and cannot cancel it: {}",
+                                    step.job_id, step.step_id, before->step.attempt,
+                                    before->step.job_id, before->step.step_id, e.what()));
+  }
+  const auto what = fmt::format(
+      "slurmctld gave attempt {} of run {} the step id {}.{}, no newer than attempt {}'s step "
+      "{}.{}: it restarted from an older state and lost that step, whose tasks may still run; "
+      "step {}.{} was cancelled (ending them) and srun starts attempt {} again under a new id",
+      step.attempt, step.run_id, step.job_id, step.step_id, before->step.attempt,
+      before->step.job_id, before->step.step_id, step.job_id, step.step_id, step.attempt);
+  log::warn("{}", what);
+  store_.add_event(*before, {EventKind::step_reused, what});
+  throw ProtocolError(code::kStepReused, what);
 }
 
 void Service::count_recovery(const proto::StepRegistration& step) {

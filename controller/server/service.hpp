@@ -65,6 +65,11 @@ class Service {
   proto::json dispatch(const proto::Request& request, uid_t caller, const std::string& peer);
   proto::HelloReply do_hello(const proto::HelloRequest& request, uid_t caller);
   proto::RegisterReply do_register(proto::RegisterRequest request, uid_t caller);
+  // A relaunch given a step id no greater than its attempt before it had:
+  // slurmctld lost that step (restarted from an older state) while its
+  // tasks may still run. The id is cancelled and the registration refused
+  // (step_reused): srun starts the attempt again, under a new id.
+  void refuse_reused_id(const proto::RegisterRequest& step);
   // A step's next attempt registered: the time since its fault, if the
   // attempt before it was relaunched.
   void count_recovery(const proto::StepRegistration& step);

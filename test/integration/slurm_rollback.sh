@@ -8,6 +8,12 @@
 # which slurmctld does not yet know to be dead: that is no node "released
 # healthy" (no_fault, which ended srun), but a fault once its probes go
 # unanswered, and the step resumes, in place, on the nodes the job holds.
+# The rolled-back slurmctld no longer lists attempt 1's step, so its cancel
+# reached none of its tasks, and it hands attempt 2 the same step id: the
+# controller refuses that id (step_reused) and cancels it, which ends
+# attempt 1's tasks on the nodes that still ran them, and srun starts
+# attempt 2 again under a new id (a launch under the old id met them: slurmd
+# killed both, or ran the new one beside them).
 # The rolled-back state is the one slurmctld saved while the first attempt
 # ran, put back between the SIGKILL and the start. Then slurmctld goes back
 # to it once more, with no node fault: the running step is unknown to it,
@@ -31,6 +37,18 @@ resumed() {
 }
 state=$CLUSTER/state
 saved_since() { (($(stat -c %Y "$state/job_state") > $1)); }
+# attempt_tasks N: how many of the step's tasks of attempt N run (their
+# AUTO_RESUME_ATTEMPT).
+attempt_tasks() {
+  local pid count=0
+  for pid in $(pgrep -f "$WORK/step.sh"); do
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "AUTO_RESUME_ATTEMPT=$1"; then
+      count=$((count + 1))
+    fi
+  done
+  echo "$count"
+}
+no_tasks_of() { (($(attempt_tasks "$1") == 0)); }
 
 job=$(sbatch --parsable -N3 -w 'node[1-3]' -o job.out job.sh)
 wait_until 60 "attempt 0 on 3 nodes" started 0 3
@@ -78,6 +96,12 @@ assert_eq "$(job_events no_fault)" 0 "no_fault verdicts before the end"
 "$AR_CLI" events >events.txt
 assert_contains events.txt "job $job [^ ]* detected: step [0-9.]* attempt 1: node4: " \
   "the fault found after the restart"
+assert_contains events.txt \
+  "job $job [^ ]* step_reused: slurmctld gave attempt 2 of run [^ ]* the step id $job.1, no newer than attempt 1's step $job.1" \
+  "the reused step id"
+assert_contains job.out "starting srun again for attempt 2 of run" "the batch script's output"
+wait_until 30 "attempt 1's tasks to end" no_tasks_of 1
+assert_eq "$(attempt_tasks 2)" 3 "tasks of attempt 2 running"
 
 # slurmctld SIGKILLed again, back from the same state: no node fails, but
 # the running step (attempt 2) is unknown to slurmctld. Its srun asks for

@@ -367,6 +367,7 @@ std::set<std::pair<std::uint32_t, std::uint32_t>> FakeSlurm::listed_steps(
 
 void FakeSlurm::kill_step(std::uint32_t job_id, std::uint32_t step_id) {
   const auto held = check_reachable();
+  if (refuse_kill_step) throw slurm::SlurmError("Access/permission denied (fake)", 2002);
   if (lingering_steps.erase({job_id, step_id}) == 0) steps.erase({job_id, step_id});
   updates.push_back("kill_step " + std::to_string(job_id) + "." + std::to_string(step_id));
 }

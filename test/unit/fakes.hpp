@@ -124,6 +124,8 @@ class FakeSlurm final : public slurm::SlurmApi {
   // While above 0, resume_node throws SlurmError and counts it down (a
   // slurmctld too busy to take it).
   int refuse_resumes = 0;
+  // While true, kill_step throws SlurmError (slurmctld refuses the cancel).
+  bool refuse_kill_step = false;
   // While false, every call throws SlurmError (slurmctld unreachable).
   bool reachable = true;
   LookCalls looks;

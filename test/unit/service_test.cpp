@@ -564,3 +564,49 @@ TEST_CASE("srun hears give_up at the step's deadline while the store cannot writ
           (state == ar::StepState::registered ? 1 : 0));
   }
 }
+
+TEST_CASE(
+    "a relaunch given an id no newer than its attempt before's is refused and the id cancelled",
+    "[service]") {
+  ServiceRig rig;
+  // Attempt 0 of run "r" ran as step 10.1 and was relaunched.
+  REQUIRE(rig.ask("register", ServiceRig::registration("r", 1), kOwner)["ok"] == true);
+  auto first = rig.store->find("r", 0).value();
+  first.state = ar::StepState::decided;
+  first.verdict = ar::Verdict::relaunch;
+  REQUIRE(rig.store->save(first, ar::EventSpec{ar::EventKind::relaunch, "relaunch"}));
+  auto attempt = [](std::uint32_t step_id) {
+    auto fields = ServiceRig::registration("r", step_id);
+    fields["attempt"] = 1;
+    return fields;
+  };
+  // slurmctld, back from an older state, hands out 10.1 again (or an
+  // older id): the id is cancelled, and srun is told to start again.
+  for (const std::uint32_t id : {1U, 0U}) {
+    rig.slurm.updates.clear();
+    rig.slurm.add_step(10, id, "node[1-2]");
+    const auto reply = rig.ask("register", attempt(id), kOwner);
+    CHECK(outcome(reply) == "step_reused");
+    CHECK(reply["error"]["message"].get<std::string>().find(fmt::format(
+              "the step id 10.{}, no newer than attempt 0's step 10.1", id)) != std::string::npos);
+    CHECK(rig.slurm.updates == std::vector<std::string>{fmt::format("kill_step 10.{}", id)});
+    CHECK_FALSE(rig.store->find("r", 1));
+  }
+  const auto events = rig.ask("events", json::object(), kOwner)["result"]["events"];
+  int reused = 0;
+  for (const auto& event : events) reused += event["kind"] == "step_reused" ? 1 : 0;
+  CHECK(reused == 2);
+  // A cancel slurmctld refuses: unavailable (srun asks again).
+  rig.slurm.add_step(10, 1, "node[1-2]");
+  rig.slurm.refuse_kill_step = true;
+  CHECK(outcome(rig.ask("register", attempt(1), kOwner)) == "unavailable");
+  rig.slurm.refuse_kill_step = false;
+  // The id after it: registered.
+  rig.slurm.add_step(10, 2, "node[1-2]");
+  rig.slurm.updates.clear();
+  CHECK(outcome(rig.ask("register", attempt(2), kOwner)) == "ok");
+  CHECK(rig.slurm.updates.empty());
+  // A new run's first attempt is never compared.
+  CHECK(outcome(rig.ask("register", ServiceRig::registration("other", 1), kOwner)) ==
+        "bad_request");  // one protected step per job: not a reuse
+}

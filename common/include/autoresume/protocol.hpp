@@ -42,6 +42,9 @@ inline constexpr const char* kForbidden = "forbidden";              // not the c
 inline constexpr const char* kNotFound = "not_found";
 inline constexpr const char* kUnavailable = "unavailable";  // a dependency failed
 inline constexpr const char* kBusy = "busy";                // over a limit or a cap
+// A relaunch slurmctld gave an earlier attempt's step id (it lost that
+// step): the id was cancelled; srun starts the attempt again.
+inline constexpr const char* kStepReused = "step_reused";
 inline constexpr const char* kInternal = "internal";
 }  // namespace code
 

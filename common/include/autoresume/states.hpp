@@ -55,6 +55,7 @@ enum class EventKind {
   checked,       // its nodes' quick checks after it failed: none failed
   check_failed,  // ... a node failed one (a fault: the step is repaired)
   step_refused,  // a registration past a cap on the store's growth (store.hpp)
+  step_reused,   // a relaunch got an earlier attempt's step id (slurmctld lost it)
   // its verdicts
   relaunch,
   requeued,
@@ -123,7 +124,7 @@ struct Table<NodeRepairState> {
 };
 template <>
 struct Table<EventKind> {
-  static constexpr std::array<std::string_view, 51> value{"registered",
+  static constexpr std::array<std::string_view, 52> value{"registered",
                                                           "ended",
                                                           "detected",
                                                           "node_out",
@@ -140,6 +141,7 @@ struct Table<EventKind> {
                                                           "checked",
                                                           "check_failed",
                                                           "step_refused",
+                                                          "step_reused",
                                                           "relaunch",
                                                           "requeued",
                                                           "give_up",
