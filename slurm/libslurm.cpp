@@ -32,6 +32,15 @@ std::map<std::uint32_t, JobInfo> LibSlurm::load_jobs(const std::set<std::uint32_
 
 uid_t LibSlurm::slurm_user_uid() { return slurm::slurm_user_uid(); }
 
+std::chrono::seconds LibSlurm::message_timeout() {
+  auto known = message_timeout_.load();
+  if (known < 0) {
+    known = slurm::message_timeout();
+    message_timeout_ = known;
+  }
+  return std::chrono::seconds(known);
+}
+
 const std::vector<NodeInfo>& LibSlurm::load_nodes() { return watcher_.load(); }
 
 std::optional<NodeInfo> LibSlurm::load_node(const std::string& name) {

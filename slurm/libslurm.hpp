@@ -4,6 +4,7 @@
 // (auto-resume-submit) submits as the job's owner (expand_helper.hpp).
 // Call slurm::init() once before using it.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
@@ -30,6 +31,8 @@ class LibSlurm final : public SlurmApi {
   std::map<std::uint32_t, JobInfo> load_jobs(const std::set<std::uint32_t>& ids,
                                              uid_t owner) override;
   uid_t slurm_user_uid() override;
+  // Asked of slurmctld once; a change takes a restart of the controller.
+  std::chrono::seconds message_timeout() override;
   const std::vector<NodeInfo>& load_nodes() override;
   std::optional<NodeInfo> load_node(const std::string& name) override;
   std::map<std::string, std::vector<std::string>> partitions() override;
@@ -86,7 +89,8 @@ class LibSlurm final : public SlurmApi {
   Bulk step_lists_;  // key 0
 
   std::filesystem::path submit_program_;
-  NodeWatcher watcher_;  // load_nodes' (the engine thread's)
+  std::atomic<std::int64_t> message_timeout_{-1};  // seconds; -1: not asked yet
+  NodeWatcher watcher_;                            // load_nodes' (the engine thread's)
 };
 
 }  // namespace ar::slurm

@@ -137,6 +137,14 @@ uid_t slurm_user_uid() {
   return uid;
 }
 
+std::uint32_t message_timeout() {
+  slurm_conf_t* conf = nullptr;
+  if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS) fail("slurm_load_ctl_conf");
+  const std::uint32_t seconds = conf->msg_timeout;
+  slurm_free_ctl_conf(conf);
+  return seconds;
+}
+
 NodeWatcher::~NodeWatcher() { slurm_free_node_info_msg(static_cast<node_info_msg_t*>(last_)); }
 
 const std::vector<NodeInfo>& NodeWatcher::load() {

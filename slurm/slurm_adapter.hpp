@@ -37,6 +37,8 @@ std::map<std::uint32_t, JobInfo> load_user_jobs(const std::set<std::uint32_t>& i
 
 // The uid of SlurmUser from slurmctld's configuration.
 uid_t slurm_user_uid();
+// MessageTimeout, in seconds, from slurmctld's configuration.
+std::uint32_t message_timeout();
 
 // All nodes; asks slurmctld for changes since the last call only, so an
 // unchanged cluster costs almost nothing. Not thread-safe: one per thread.

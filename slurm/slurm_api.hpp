@@ -115,6 +115,9 @@ class SlurmApi {
                                                      uid_t owner) = 0;
   // The uid of SlurmUser from slurmctld's configuration.
   virtual uid_t slurm_user_uid() = 0;
+  // slurmctld's MessageTimeout: how long it keeps trying to connect to a
+  // node's slurmd for one message, a second apart.
+  virtual std::chrono::seconds message_timeout() = 0;
 
   // All nodes. The reference stays valid until the next call that
   // succeeds (one that throws leaves the last list as it was); one caller

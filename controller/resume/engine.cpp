@@ -170,6 +170,7 @@ void Engine::tick() {
     watched_.clear();
     said_old_step_.clear();
     said_unregistered_.clear();
+    said_abort_wait_.clear();
     hang_samples_.clear();
     failure_checks_.clear();
     return;
@@ -279,6 +280,7 @@ void Engine::start_read(const std::vector<StoredStep>& steps) {
       }
     }
     view->listed_steps = slurm_.listed_steps(listed);
+    view->message_timeout = slurm_.message_timeout();
     view->asked_steps = std::move(listed);
     // A step's nodes refused are asked again at the next read; the rest
     // of the read stands.

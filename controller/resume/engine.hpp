@@ -321,6 +321,14 @@ class Engine {
     std::string detail;  // why pending or cancelled, the state it ended in, the error
     std::string nodes;   // merged: the job's nodes now
   };
+  // A failed node shrunk out of the job: slurmctld sent the job's abort to
+  // its dead slurmd and keeps trying to connect for MessageTimeout, a
+  // second apart. A new instance under the same name answering within
+  // that time gets it, and once in the job again, the abort kills the
+  // relaunched tasks on it. How much longer the merge of `node` waits for
+  // that (0: none).
+  std::chrono::seconds abort_in_flight(const StoredStep& step, const std::string& node) const;
+  static constexpr std::chrono::seconds kAbortMargin{2};
   // The helper job `helper` merged into `job_id` once it runs; cancelled
   // if it is still pending and `give_up`.
   Merge merge(std::uint32_t helper, std::uint32_t job_id, bool give_up);
@@ -475,6 +483,7 @@ class Engine {
     std::set<std::pair<std::uint32_t, std::uint32_t>> listed_steps;  // of those asked
     // The nodes of the steps not known yet (step_hosts), by step key.
     std::map<std::string, std::optional<std::string>> step_nodes;
+    std::chrono::seconds message_timeout{0};  // slurmctld's MessageTimeout
   };
   // The last read slurmctld answered. While it is slow (the last read
   // failed, or one is not in) nothing is asked of it or changed in it
@@ -516,6 +525,8 @@ class Engine {
   SaidOnce said_old_step_;
   // Steps whose relaunch waits for nodes to register, said once.
   SaidOnce said_unregistered_;
+  // Merges that wait for a job's abort in flight to a node (abort_in_flight), said once.
+  SaidOnce said_abort_wait_;
   // Intervals between beats seen in each run (--auto-resume-hang-timeout=auto),
   // the last kHangSamples.
   std::map<std::string, std::vector<std::chrono::milliseconds>> hang_samples_;

@@ -339,6 +339,7 @@ bool Engine::take_out(StoredStep& step, const slurm::JobInfo& job) {
       });
   if (!written_out) return false;  // under way: this repair waits, the others go on
   const auto& out = *written_out;
+  if (!failed.empty()) step.repair.out = clock_.stamp();
   move_to(step, StepState::repairing, RepairPhase::node_out);
   // A hang with every node healthy: the step alone goes.
   if (failed.empty())
@@ -615,6 +616,17 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
   // since every look reads the step from the store anew.
   const auto key = merge_key(step, node);
   if (!merges_.has(key)) {
+    if (const auto left = abort_in_flight(step, node); left.count() > 0) {
+      if (said_abort_wait_.say(key))
+        log::info(
+            "step {}: {} left job {} {} s ago, and slurmctld keeps trying to deliver the job's "
+            "end to its slurmd for MessageTimeout ({} s): a new instance answering there "
+            "would get it once it is in the job again; merging it in {} s",
+            step.key(), node, job.job_id,
+            std::chrono::duration_cast<seconds>(clock_.since(*repair.out)).count(),
+            view_ ? view_->message_timeout.count() : 0, left.count());
+      return false;
+    }
     const bool first = !repair.helper_since.contains(node);
     const auto waited = waited_since(repair.helper_since[node], first, clock_);
     if (first && !store_.save(step, std::nullopt)) throw DecidedMeanwhile{};
@@ -661,6 +673,14 @@ bool Engine::expand_one(StoredStep& step, const slurm::JobInfo& job, const std::
   save(step, EventKind::merged,
        fmt::format("{} merged into job {} (helper job {})", node, job.job_id, helper));
   return true;
+}
+
+seconds Engine::abort_in_flight(const StoredStep& step, const std::string& node) const {
+  const auto& repair = step.repair;
+  if (!repair.out || !contains(repair.failed_nodes(), node) || !view_) return seconds(0);
+  const auto wait = view_->message_timeout + kAbortMargin;
+  const auto since = std::chrono::duration_cast<seconds>(clock_.since(*repair.out));
+  return since >= wait ? seconds(0) : wait - since;
 }
 
 Engine::Merge Engine::merge(std::uint32_t helper, std::uint32_t job_id, bool give_up) {

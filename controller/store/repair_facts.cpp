@@ -77,6 +77,7 @@ json to_json(const RepairFacts& facts) {
   if (facts.signalled) put_stamp(out, "signalled", *facts.signalled);
   if (facts.started) put_stamp(out, "started", *facts.started);
   if (facts.expanded) put_stamp(out, "expanded", *facts.expanded);
+  if (facts.out) put_stamp(out, "out", *facts.out);
   if (facts.old_step_cancelled) put_stamp(out, "old_step_cancelled", *facts.old_step_cancelled);
   for (const auto& [node, since] : facts.helper_since)
     put_stamp(out, std::string(kHelperSince) + node, since);
@@ -109,6 +110,7 @@ RepairFacts repair_facts_from_json(const json& object) {
   out.signalled = get_stamp(object, "signalled");
   out.started = get_stamp(object, "started");
   out.expanded = get_stamp(object, "expanded");
+  out.out = get_stamp(object, "out");
   out.old_step_cancelled = get_stamp(object, "old_step_cancelled");
   for (const auto& [key, value] : object.items()) {
     if (!key.starts_with(kHelperSince) || !key.ends_with("_at")) continue;

@@ -50,6 +50,7 @@ struct RepairFacts {
   std::optional<std::uint64_t> highest_step;
   // The moments the repair's waits count from.
   std::optional<Stamp> started;               // the fault found: repair_timeout
+  std::optional<Stamp> out;                   // the failed nodes shrunk out of the job (node_out)
   std::optional<Stamp> expanded;              // the backoff and the old step's end
   std::optional<Stamp> old_step_cancelled;    // its last cancel (kOldStepGrace)
   std::map<std::string, Stamp> helper_since;  // a pending helper's patience, by node

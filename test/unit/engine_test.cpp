@@ -702,6 +702,56 @@ TEST_CASE("with no idle node the failed node's new instance replaces it", "[engi
   CHECK(rig.slurm.updated("resume node3"));
 }
 
+TEST_CASE("a failed node back within MessageTimeout joins the job only once that has passed",
+          "[engine]") {
+  // slurmctld sent job 1's abort to node3's dead slurmd when node3 left the
+  // job, and keeps connecting for MessageTimeout (here 20 s): node3's new
+  // instance must not be in job 1 before that has passed.
+  Rig rig(4);
+  rig.config.local_restart_command = {"/bin/restart", "{node}"};
+  rig.slurm.msg_timeout = std::chrono::seconds(20);
+  rig.protect();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().phase == RepairPhase::node_out);
+  const auto out = rig.clock.unix_now();
+  REQUIRE(rig.step().repair.out.value().wall == out);
+  REQUIRE(rig.tick_until([&] {
+    return rig.store->node_repair("node3") &&
+           rig.store->node_repair("node3")->state == ar::NodeRepairState::returning;
+  }));
+  auto& node3 = rig.slurm.nodes["node3"];
+  node3.down = false;
+  node3.slurmd_start_time = rig.clock.unix_now();
+  auto merged = [&] {
+    return std::ranges::any_of(rig.slurm.updates,
+                               [](const std::string& u) { return u.starts_with("merge "); });
+  };
+  // Its helper runs at once; the merge waits until 22 s after node_out.
+  REQUIRE(rig.tick_until([&] { return !rig.step().repair.helpers.empty(); }));
+  while (rig.clock.unix_now() < out + 21) {
+    rig.engine->tick();
+    REQUIRE_FALSE(merged());
+    rig.clock.advance(500ms);
+  }
+  REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
+  CHECK(merged());
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.step().repair.relaunch.value().nodelist == "node[1-4]");
+}
+
+TEST_CASE("a replacement that is not the failed node is merged at once", "[engine]") {
+  Rig rig;
+  rig.slurm.msg_timeout = std::chrono::seconds(600);
+  rig.protect();
+  rig.engine->tick();
+  rig.slurm.nodes["node3"].down = true;
+  rig.engine->tick();
+  REQUIRE(rig.step().state == StepState::decided);
+  CHECK(rig.step().verdict == Verdict::relaunch);
+  CHECK(rig.slurm.updated("merge 5000 into 10"));
+}
+
 TEST_CASE("a node whose replacement failed ends the repair with give_up", "[engine]") {
   Rig rig(4);
   rig.config.local_restart_command = {"/bin/restart", "{node}"};

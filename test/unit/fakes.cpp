@@ -181,6 +181,11 @@ uid_t FakeSlurm::slurm_user_uid() {
   return slurm_user;
 }
 
+std::chrono::seconds FakeSlurm::message_timeout() {
+  const auto held = check_reachable();
+  return msg_timeout;
+}
+
 const std::vector<slurm::NodeInfo>& FakeSlurm::load_nodes() {
   node_lists.pass();  // a slurmctld stopped
   ++node_reads;

@@ -124,6 +124,8 @@ class FakeSlurm final : public slurm::SlurmApi {
   // While above 0, resume_node throws SlurmError and counts it down (a
   // slurmctld too busy to take it).
   int refuse_resumes = 0;
+  // slurmctld's MessageTimeout (message_timeout).
+  std::chrono::seconds msg_timeout{10};
   // While true, kill_step throws SlurmError (slurmctld refuses the cancel).
   bool refuse_kill_step = false;
   // While false, every call throws SlurmError (slurmctld unreachable).
@@ -182,6 +184,7 @@ class FakeSlurm final : public slurm::SlurmApi {
   std::map<std::uint32_t, slurm::JobInfo> load_jobs(const std::set<std::uint32_t>& ids,
                                                     uid_t owner) override;
   uid_t slurm_user_uid() override;
+  std::chrono::seconds message_timeout() override;
   const std::vector<slurm::NodeInfo>& load_nodes() override;
   std::optional<slurm::NodeInfo> load_node(const std::string& name) override;
   std::map<std::string, std::vector<std::string>> partitions() override;

@@ -24,6 +24,7 @@ TEST_CASE("a repair's facts go to the store's JSON and back unchanged", "[store]
   facts.relaunch = ar::RelaunchPlan{"node[1-2,5-6]", 4, 3};
   facts.started = ar::Stamp{1'800'000'000, 12'000, "boot-a"};
   facts.expanded = ar::Stamp{1'800'000'010, 22'000, "boot-a"};
+  facts.out = ar::Stamp{1'800'000'002, 14'000, "boot-a"};
   facts.old_step_cancelled = ar::Stamp{1'800'000'011, 23'000, "boot-a"};
   facts.helper_since = {{"node5", ar::Stamp{1'800'000'005, 17'000, "boot-a"}},
                         {"gpu_at_1", ar::Stamp{1'800'000'006, 18'000, "boot-a"}}};
