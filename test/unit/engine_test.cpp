@@ -678,6 +678,22 @@ TEST_CASE("only the step's own nodes count as Slurm lists them", "[engine]") {
   CHECK(rig.step().state == StepState::registered);
 }
 
+namespace {
+
+// Once the node keeper has node3 replaced, its new instance registers (a
+// new slurmd start time, the mark still on).
+void node3_back(Rig& rig) {
+  REQUIRE(rig.tick_until([&] {
+    return rig.store->node_repair("node3") &&
+           rig.store->node_repair("node3")->state == ar::NodeRepairState::returning;
+  }));
+  auto& node3 = rig.slurm.nodes["node3"];
+  node3.down = false;
+  node3.slurmd_start_time = rig.clock.unix_now();
+}
+
+}  // namespace
+
 TEST_CASE("with no idle node the failed node's new instance replaces it", "[engine]") {
   Rig rig(4);
   rig.config.local_restart_command = {"/bin/restart", "{node}"};
@@ -689,13 +705,7 @@ TEST_CASE("with no idle node the failed node's new instance replaces it", "[engi
   // registers (a new slurmd start time, the mark still on).
   REQUIRE(rig.tick_until([&] { return !rig.runner.calls().empty(); }));
   CHECK(rig.runner.calls().front() == std::vector<std::string>{"/bin/restart", "node3"});
-  REQUIRE(rig.tick_until([&] {
-    return rig.store->node_repair("node3") &&
-           rig.store->node_repair("node3")->state == ar::NodeRepairState::returning;
-  }));
-  auto& node3 = rig.slurm.nodes["node3"];
-  node3.down = false;
-  node3.slurmd_start_time = rig.clock.unix_now();
+  node3_back(rig);
   REQUIRE(rig.tick_until([&] { return rig.step().state == StepState::decided; }));
   CHECK(rig.step().verdict == Verdict::relaunch);
   CHECK(rig.step().repair.relaunch.value().nodelist == "node[1-4]");
@@ -716,13 +726,7 @@ TEST_CASE("a failed node back within MessageTimeout joins the job only once that
   REQUIRE(rig.step().phase == RepairPhase::node_out);
   const auto out = rig.clock.unix_now();
   REQUIRE(rig.step().repair.out.value().wall == out);
-  REQUIRE(rig.tick_until([&] {
-    return rig.store->node_repair("node3") &&
-           rig.store->node_repair("node3")->state == ar::NodeRepairState::returning;
-  }));
-  auto& node3 = rig.slurm.nodes["node3"];
-  node3.down = false;
-  node3.slurmd_start_time = rig.clock.unix_now();
+  node3_back(rig);
   auto merged = [&] {
     return std::ranges::any_of(rig.slurm.updates,
                                [](const std::string& u) { return u.starts_with("merge "); });
