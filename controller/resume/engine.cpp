@@ -280,7 +280,14 @@ void Engine::start_read(const std::vector<StoredStep>& steps) {
       }
     }
     view->listed_steps = slurm_.listed_steps(listed);
-    view->message_timeout = slurm_.message_timeout();
+    // Asked once (LibSlurm keeps it); Slurm's default if slurmctld refuses.
+    try {
+      view->message_timeout = slurm_.message_timeout();
+    } catch (const slurm::SlurmUnreachable&) {
+      throw;
+    } catch (const std::exception&) {
+      view->message_timeout = kDefaultMessageTimeout;
+    }
     view->asked_steps = std::move(listed);
     // A step's nodes refused are asked again at the next read; the rest
     // of the read stands.

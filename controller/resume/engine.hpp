@@ -329,6 +329,7 @@ class Engine {
   // that (0: none).
   std::chrono::seconds abort_in_flight(const StoredStep& step, const std::string& node) const;
   static constexpr std::chrono::seconds kAbortMargin{2};
+  static constexpr std::chrono::seconds kDefaultMessageTimeout{10};  // Slurm's
   // The helper job `helper` merged into `job_id` once it runs; cancelled
   // if it is still pending and `give_up`.
   Merge merge(std::uint32_t helper, std::uint32_t job_id, bool give_up);
