@@ -18,6 +18,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -89,20 +90,39 @@ void close_on_exec_above_stderr() {
   }
 }
 
-// The environment for the next attempt: this one's, with the repaired
-// allocation's variables and the relaunch marker. Built as a copy, not with
+using Variables = std::vector<std::pair<std::string, std::string>>;
+
+// This srun's environment with `set`'s variables (in place of any of the
+// same name) and without those `drop` names. Built as a copy, not with
 // setenv, since srun's other threads may be reading the environment.
+std::vector<std::string> environment_with(const Variables& set,
+                                          const std::function<bool(std::string_view)>& drop) {
+  std::vector<std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    const auto name = text.substr(0, text.find('='));
+    const bool replaced =
+        std::any_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == name; });
+    if (replaced || (drop && drop(name))) continue;
+    env.emplace_back(text);
+  }
+  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
+  return env;
+}
+
+// The environment for the next attempt: this one's, with the repaired
+// allocation's variables and the relaunch marker.
 std::vector<std::string> relaunch_environment(const ProtectedStep& step,
                                               const std::string& nodelist, const std::string& nodes,
                                               std::uint32_t resize) {
   const RelaunchMarker marker{step.run_id, step.attempt + 1, step.own_master_port};
   // The variables Slurm's own resize script sets; the task counts follow
   // from them, as the node count is the same as before.
-  std::vector<std::pair<std::string, std::string>> set{{"SLURM_JOB_NODELIST", nodelist},
-                                                       {"SLURM_NODELIST", nodelist},
-                                                       {"SLURM_JOB_NUM_NODES", nodes},
-                                                       {"SLURM_NNODES", nodes},
-                                                       {kRelaunchVariable, marker.encode()}};
+  Variables set{{"SLURM_JOB_NODELIST", nodelist},
+                {"SLURM_NODELIST", nodelist},
+                {"SLURM_JOB_NUM_NODES", nodes},
+                {"SLURM_NNODES", nodes},
+                {kRelaunchVariable, marker.encode()}};
   // A step on fewer nodes: srun would read this one's task count (which
   // it set in its own environment) as -n; as many per node, or srun's
   // defaults.
@@ -122,19 +142,10 @@ std::vector<std::string> relaunch_environment(const ProtectedStep& step,
       drop_tasks = true;
     }
   }
-  std::vector<std::string> env;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    const std::string_view text(*entry);
-    const auto name = text.substr(0, text.find('='));
-    const bool replaced =
-        std::any_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == name; });
-    if (replaced || (step.own_master_port && name == "MASTER_PORT") ||
-        (drop_tasks && (name == "SLURM_NTASKS" || name == "SLURM_NPROCS")))
-      continue;
-    env.emplace_back(text);
-  }
-  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
-  return env;
+  return environment_with(set, [&](std::string_view name) {
+    return (step.own_master_port && name == "MASTER_PORT") ||
+           (drop_tasks && (name == "SLURM_NTASKS" || name == "SLURM_NPROCS"));
+  });
 }
 
 // Executes srun anew with `args` and `env`; returns only if that failed,
@@ -272,16 +283,10 @@ void start_again(const RelaunchMarker& marker) {
         marker.attempt, marker.run_id.c_str());
     return;
   }
-  std::vector<std::string> env;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    const std::string_view text(*entry);
-    const auto name = text.substr(0, text.find('='));
-    if (name != kRelaunchVariable && name != kAgainVariable) env.emplace_back(text);
-  }
-  env.push_back(std::string(kRelaunchVariable) + "=" + marker.encode());
-  env.push_back(std::string(kAgainVariable) + "=" + std::to_string(st.started_again + 1));
   say("starting srun again for attempt %u of run %s", marker.attempt, marker.run_id.c_str());
-  exec_srun(own_argv(), env);
+  exec_srun(own_argv(), environment_with({{kRelaunchVariable, marker.encode()},
+                                          {kAgainVariable, std::to_string(st.started_again + 1)}},
+                                         {}));
 }
 
 void start_watcher(const PluginConfig& config, const ProtectedStep& step) {

@@ -38,13 +38,13 @@ resumed() {
 state=$CLUSTER/state
 saved_since() { (($(stat -c %Y "$state/job_state") > $1)); }
 # attempt_tasks N: how many of the step's tasks of attempt N run (their
-# AUTO_RESUME_ATTEMPT).
+# AUTO_RESUME_ATTEMPT; this test's by their command line).
 attempt_tasks() {
   local pid count=0
-  for pid in $(pgrep -f "$WORK/step.sh"); do
-    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "AUTO_RESUME_ATTEMPT=$1"; then
-      count=$((count + 1))
-    fi
+  local -A step_pids=()
+  for pid in $(pgrep -f "$WORK/step.sh"); do step_pids[$pid]=1; done
+  for pid in $(environ_pids -F "AUTO_RESUME_ATTEMPT=$1"); do
+    [[ -z ${step_pids[$pid]:-} ]] || count=$((count + 1))
   done
   echo "$count"
 }

@@ -4,7 +4,9 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <functional>
+#include <type_traits>
 
 #include "autoresume/keyvalue.hpp"
 #include "autoresume/text.hpp"
@@ -92,6 +94,22 @@ struct HealthKey {
   std::string_view name;
   void (*apply)(HealthConfig& config, const std::string& key, std::string_view value);
 };
+// The appliers of the keys that take a count in [Min, Max], a program, an
+// absolute path: one each, for the field they set.
+template <auto Field, std::uint64_t Min, std::uint64_t Max>
+void set_count(HealthConfig& config, const std::string& key, std::string_view value) {
+  using T = std::remove_reference_t<decltype(config.*Field)>;
+  config.*Field = static_cast<T>(parse_uint(key, value, Min, Max));
+}
+template <auto Field>
+void set_program(HealthConfig& config, const std::string& key, std::string_view value) {
+  config.*Field = parse_program(key, value);
+}
+template <auto Field>
+void set_path(HealthConfig& config, const std::string& key, std::string_view value) {
+  config.*Field = parse_absolute_path(key, value);
+}
+
 constexpr auto health_keys() {
   using C = HealthConfig;
   using K = const std::string&;
@@ -104,43 +122,24 @@ constexpr auto health_keys() {
                 }},
       HealthKey{"drain_only",
                 [](C& c, K key, V value) { c.drain_only = parse_checks(key, value); }},
-      HealthKey{"gpus",
-                [](C& c, K key, V value) {
-                  c.gpus = static_cast<unsigned>(parse_uint(key, value, 0, 1024));
-                }},
-      HealthKey{"neuron_devices",
-                [](C& c, K key, V value) {
-                  c.neuron_devices = static_cast<unsigned>(parse_uint(key, value, 0, 1024));
-                }},
-      HealthKey{"efa_devices",
-                [](C& c, K key, V value) {
-                  c.efa_devices = static_cast<unsigned>(parse_uint(key, value, 0, 1024));
-                }},
-      HealthKey{"nvidia_smi",
-                [](C& c, K key, V value) { c.nvidia_smi = parse_program(key, value); }},
-      HealthKey{"dcgmi", [](C& c, K key, V value) { c.dcgmi = parse_program(key, value); }},
-      HealthKey{"fi_info", [](C& c, K key, V value) { c.fi_info = parse_program(key, value); }},
-      HealthKey{"fi_pingpong",
-                [](C& c, K key, V value) { c.fi_pingpong = parse_program(key, value); }},
-      HealthKey{"stress_ng", [](C& c, K key, V value) { c.stress_ng = parse_program(key, value); }},
-      HealthKey{"neuron_sysfs",
-                [](C& c, K key, V value) { c.neuron_sysfs = parse_absolute_path(key, value); }},
+      HealthKey{"gpus", set_count<&C::gpus, 0, 1024>},
+      HealthKey{"neuron_devices", set_count<&C::neuron_devices, 0, 1024>},
+      HealthKey{"efa_devices", set_count<&C::efa_devices, 0, 1024>},
+      HealthKey{"nvidia_smi", set_program<&C::nvidia_smi>},
+      HealthKey{"dcgmi", set_program<&C::dcgmi>},
+      HealthKey{"fi_info", set_program<&C::fi_info>},
+      HealthKey{"fi_pingpong", set_program<&C::fi_pingpong>},
+      HealthKey{"stress_ng", set_program<&C::stress_ng>},
+      HealthKey{"neuron_sysfs", set_path<&C::neuron_sysfs>},
       HealthKey{"timeout",
                 [](C& c, K key, V value) {
                   c.timeout = parse_seconds(key, value, std::chrono::seconds{600});
                 }},
-      HealthKey{"stress_seconds",
-                [](C& c, K key, V value) {
-                  c.stress_seconds = static_cast<unsigned>(parse_uint(key, value, 1, 3600));
-                }},
-      HealthKey{"baseline_file",
-                [](C& c, K key, V value) { c.baseline_file = parse_absolute_path(key, value); }},
+      HealthKey{"stress_seconds", set_count<&C::stress_seconds, 1, 3600>},
+      HealthKey{"baseline_file", set_path<&C::baseline_file>},
       HealthKey{"min_fraction",
                 [](C& c, K key, V value) { c.min_fraction = parse_fraction(key, value); }},
-      HealthKey{"diag_level",
-                [](C& c, K key, V value) {
-                  c.diag_level = static_cast<unsigned>(parse_uint(key, value, 1, 4));
-                }},
+      HealthKey{"diag_level", set_count<&C::diag_level, 1, 4>},
       HealthKey{"diag_timeout",
                 [](C& c, K key, V value) {
                   c.diag_timeout = parse_seconds(key, value, std::chrono::hours{24});
@@ -154,9 +153,7 @@ constexpr auto health_keys() {
                   });
                   c.disk_paths = std::move(paths);
                 }},
-      HealthKey{
-          "disk_min_free_mb",
-          [](C& c, K key, V value) { c.disk_min_free_mb = parse_uint(key, value, 0, 1ULL << 40); }},
+      HealthKey{"disk_min_free_mb", set_count<&C::disk_min_free_mb, 0, (1ULL << 40)>},
   };
 }
 constexpr auto kHealthKeys = health_keys();
